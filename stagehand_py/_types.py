@@ -1,0 +1,91 @@
+"""Public value types shared by every layer: actions, results and variables."""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Action",
+    "ActResult",
+    "ActionMethod",
+    "VariableSpec",
+    "VariableValue",
+    "Variables",
+]
+
+#: Every method an :class:`Action` can name. ``arguments`` per method:
+#:
+#: - ``click``: optional ``["left" | "right" | "middle"]``; ``double_click``, ``hover``: none
+#: - ``fill``: ``[text]`` (clears first); ``type``: ``[text]`` (key by key)
+#: - ``press``: ``[key]``, e.g. ``"Enter"`` or a chord ``"Control+A"``
+#: - ``select_option``: ``[label_or_value]`` on a native ``<select>``
+#: - ``check`` / ``uncheck``: none
+#: - ``scroll_into_view``: none; ``scroll_to``: ``["50%"]`` of the element's scroll range;
+#:   ``scroll_by``: ``[dx, dy]`` pixels; ``next_chunk`` / ``prev_chunk``: none (one viewport)
+#: - ``drag_and_drop``: ``[target_element_id]`` (an id from the snapshot, e.g. ``"0-42"``)
+#: - ``set_input_files``: one or more file paths
+ActionMethod: TypeAlias = Literal[
+    "click",
+    "double_click",
+    "hover",
+    "fill",
+    "type",
+    "press",
+    "select_option",
+    "check",
+    "uncheck",
+    "scroll_into_view",
+    "scroll_to",
+    "scroll_by",
+    "next_chunk",
+    "prev_chunk",
+    "drag_and_drop",
+    "set_input_files",
+]
+
+
+class Action(BaseModel):
+    """One thing to do to one element, as returned by ``observe()`` and run by ``act()``.
+
+    ``selector`` is ``"xpath=<absolute xpath>"``; the XPath continues through iframes (the
+    segment after an ``iframe[n]`` step is inside that frame's document) and through shadow
+    roots (``//`` right after an element step enters that element's shadow root).
+    ``arguments`` may hold ``%name%`` placeholders that ``act()`` fills from ``variables``
+    only at execution time.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    selector: str = Field(description="'xpath=/html[1]/body[1]/...' locating exactly one element")
+    description: str = Field(default="", description="What the element is and what the action does")
+    method: str = Field(default="click", description="One of ActionMethod")
+    arguments: list[str] = Field(default_factory=list, description="Method arguments; may hold %placeholders%")
+
+
+class ActResult(BaseModel):
+    """What ``act()`` did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    message: str
+    description: str = ""
+    actions: list[Action] = Field(default_factory=list)
+    #: True when the first try failed and the element was re-located by its description.
+    healed: bool = False
+    #: True when the action came from the action cache (no model call).
+    cache_hit: bool = False
+
+
+class VariableSpec(TypedDict, total=False):
+    """A variable with a description the model may read (the value it never sees)."""
+
+    value: str
+    description: str
+
+
+VariableValue: TypeAlias = "str | int | float | VariableSpec"
+#: ``{"username": "ada", "password": {"value": "...", "description": "account password"}}``
+Variables: TypeAlias = "dict[str, str | int | float | VariableSpec]"
