@@ -5,7 +5,8 @@ can catch everything with one ``except`` and still tell the cases apart::
 
     StagehandError
     ├── ConfigurationError            bad option, missing key, nothing to talk to
-    │   └── BrowserNotFoundError      no Chromium executable could be found
+    │   ├── BrowserNotFoundError      no Chromium executable could be found
+    │   └── CassetteError             a recorded-HTTP cassette is missing, unreadable or has no match
     ├── InvalidArgumentError          bad input to a public call (also a ValueError)
     │   ├── InvalidSchemaError        a schema that is not a pydantic model / JSON Schema
     │   └── UnknownVariableError      an action names a %placeholder% with no value
@@ -15,6 +16,7 @@ can catch everything with one ``except`` and still tell the cases apart::
     ├── SnapshotError                 the page could not be captured
     ├── ActionError                   executing an Action failed
     │   ├── ElementNotFoundError      the selector resolves to no element
+    │   │   └── AmbiguousSelectorError  ...or to more than one element
     │   ├── UnsupportedMethodError    the action names a method we do not know
     │   └── ActionFailedError         the browser refused or the action threw
     ├── StagehandTimeoutError         a per-call timeout ran out (also a TimeoutError)
@@ -28,7 +30,8 @@ can catch everything with one ``except`` and still tell the cases apart::
     │   ├── OutputValidationError     the model's answer stayed invalid after the re-asks
     │   ├── RefusalError              the model refused or answered with nothing
     │   ├── UsageLimitExceededError   a configured request/token limit would be exceeded
-    │   └── ModelRequestBlockedError  a real model was called while the kill switch is on
+    │   ├── ModelRequestBlockedError  a real model was called while the kill switch is on
+    │   └── TestDoubleError       a test double was misused (script ran out, answer off-schema)
     ├── CacheError                    the action cache could not be read or written
     └── AgentError                    the agent could not run (not: the task failed)
 
@@ -54,6 +57,7 @@ __all__ = [
     "SnapshotError",
     "ActionError",
     "ElementNotFoundError",
+    "AmbiguousSelectorError",
     "UnsupportedMethodError",
     "ActionFailedError",
     "StagehandTimeoutError",
@@ -68,6 +72,8 @@ __all__ = [
     "RefusalError",
     "UsageLimitExceededError",
     "ModelRequestBlockedError",
+    "TestDoubleError",
+    "CassetteError",
     "CacheError",
     "AgentError",
 ]
@@ -146,6 +152,14 @@ class ActionError(StagehandError):
 
 class ElementNotFoundError(ActionError):
     """The action's selector resolves to no element on the page."""
+
+
+class AmbiguousSelectorError(ElementNotFoundError):
+    """The action's selector matches more than one element (an Action acts on exactly one).
+
+    A subclass of :class:`ElementNotFoundError` because the remedy is the same: locate the
+    element again (observe, or a more specific selector).
+    """
 
 
 class UnsupportedMethodError(ActionError, InvalidArgumentError):
@@ -234,6 +248,19 @@ class UsageLimitExceededError(LLMError):
 
 class ModelRequestBlockedError(LLMError):
     """A real model request was attempted while :func:`stagehand_py.testing.block_model_requests` is active."""
+
+
+class TestDoubleError(LLMError, AssertionError):
+    """A test double was used wrongly: a scripted model ran out of answers, or a scripted
+    answer does not fit the request's schema. Also an ``AssertionError`` so test runners
+    report it as a failed expectation."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+
+class CassetteError(ConfigurationError):
+    """A cassette (recorded provider HTTP traffic) is missing or unreadable, or a request has
+    no recorded match while replaying."""
 
 
 # --- the rest ----------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+"""The LLM layer: one client, one message type, structured output for every provider.
+
+Usage::
+
+    from stagehand_py.llm import LLMClient, SystemMessage, UserMessage
+
+    client = LLMClient("openai/gpt-4.1-mini")          # key from OPENAI_API_KEY
+    result = await client.generate(
+        [SystemMessage("You extract data."), UserMessage("Title: Dune, 1965")],
+        purpose="extract",
+        output=Book,                                    # a pydantic model or a JSON Schema dict
+    )
+    result.output, result.usage, client.metrics
+"""
+
+from ._client import GenerateResult, LLMClient
+from ._hooks import BLOCK_ENV_VAR, CapturedCall
+from ._messages import (
+    AssistantMessage,
+    ImageMediaType,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCallPart,
+    ToolMessage,
+    ToolResultPart,
+    UserMessage,
+)
+from ._profiles import OutputMode, Profile, default_profile
+from ._redact import REDACTED, Redactor
+from ._request import LanguageModel, LLMRequest, ModelResponse
+from ._retry import RetryPolicy
+from ._usage import Metrics, Usage, UsageLimits
+
+__all__ = [
+    "LLMClient",
+    "GenerateResult",
+    "LLMRequest",
+    "ModelResponse",
+    "LanguageModel",
+    "Message",
+    "SystemMessage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolMessage",
+    "TextPart",
+    "ImagePart",
+    "ImageMediaType",
+    "ToolCallPart",
+    "ToolResultPart",
+    "Profile",
+    "OutputMode",
+    "default_profile",
+    "RetryPolicy",
+    "Usage",
+    "UsageLimits",
+    "Metrics",
+    "Redactor",
+    "REDACTED",
+    "CapturedCall",
+    "BLOCK_ENV_VAR",
+]

@@ -1,0 +1,358 @@
+"""LLMClient: the one entry point every later layer uses to talk to a model.
+
+It owns what must not differ between call sites: model configuration, structured output and
+its validation with bounded re-asks, transport retries, usage accounting and limits, the
+inference log, redaction, and the test hooks (kill switch, capture, cassettes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
+
+import httpx2
+from pydantic import BaseModel
+
+from .._errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    LLMError,
+    ModelRequestBlockedError,
+    OutputValidationError,
+    StagehandError,
+)
+from ..prompts.llm import reask_message
+from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
+from ._inference_log import InferenceLog
+from ._messages import AssistantMessage, ImagePart, Message, UserMessage, coerce_messages, message_text
+from ._profiles import OutputMode, Profile, default_profile
+from ._providers._anthropic import AnthropicModel
+from ._providers._common import env_var_for
+from ._providers._openai import OpenAIChatModel
+from ._redact import Redactor
+from ._request import LanguageModel, LLMRequest, ModelResponse
+from ._retry import RetryPolicy, call_with_retries
+from ._structured import InvalidOutput, OutputSpec
+from ._usage import Metrics, Usage, UsageLimits, estimate_tokens
+
+__all__ = ["LLMClient", "GenerateResult", "resolve_model"]
+
+logger = logging.getLogger("stagehand_py")
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+_PROVIDERS = ("openai", "anthropic")
+#: An image costs roughly this many input tokens; only used to estimate against limits.
+_IMAGE_TOKEN_ESTIMATE = 1000
+
+
+@dataclass(frozen=True)
+class GenerateResult(Generic[T]):
+    """The validated answer of one :meth:`LLMClient.generate` call."""
+
+    #: A pydantic instance (when ``output`` was a model class), plain data validated against
+    #: the JSON Schema (when it was a dict), or the text (when it was ``None``).
+    output: T
+    #: Usage of this call, summed over re-asks (transport retries cost nothing).
+    usage: Usage
+    #: How many answers were requested: 1 plus the re-asks used.
+    attempts: int
+    model: str
+    purpose: str
+    #: The last raw answer as the model gave it (JSON text or tool arguments).
+    raw: str | None = None
+
+
+def resolve_model(
+    model: str,
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    profile: Profile | None,
+    output_mode: OutputMode | None,
+    http_client: httpx2.AsyncClient | None,
+    env: dict[str, str] | None = None,
+) -> OpenAIChatModel | AnthropicModel:
+    """Turn ``"provider/model"`` plus options into a provider adapter.
+
+    Keys are read here, once per client, from the argument or the provider's usual env var;
+    nothing is stored globally.
+    """
+    environ = os.environ if env is None else env
+    provider, sep, name = model.partition("/")
+    if not sep or not name or provider not in _PROVIDERS:
+        raise ConfigurationError(
+            f"model {model!r} is not '<provider>/<model name>' with a provider of {', '.join(_PROVIDERS)}. "
+            "Examples: 'openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5'; for an OpenAI-compatible "
+            "server (Ollama, llama.cpp, vLLM, LM Studio) use 'openai/<its model name>' with base_url=."
+        )
+    chosen = profile or default_profile(provider, name, base_url=base_url)
+    if output_mode is not None:
+        chosen = chosen.model_copy(update={"output_mode": output_mode})
+    env_var = env_var_for(provider)
+    key = api_key or environ.get(env_var)
+    if not key:
+        if base_url is None:
+            raise ConfigurationError(
+                f"no API key for {model!r}: pass api_key= or set the {env_var} environment variable; "
+                "for a local OpenAI-compatible server pass base_url= (e.g. 'http://localhost:11434/v1')."
+            )
+        key = "not-needed"  # local servers ignore it, the SDKs insist on one
+    cls = OpenAIChatModel if provider == "openai" else AnthropicModel
+    return cls(name, api_key=key, base_url=base_url, timeout=timeout, profile=chosen, http_client=http_client)
+
+
+class LLMClient:
+    """Talks to one model with structured output, retries, re-asks and usage accounting.
+
+    ``model`` is a ``"provider/model"`` string or any object implementing
+    :class:`~stagehand_py.llm.LanguageModel` (including the doubles in
+    :mod:`stagehand_py.testing`). All options are per instance: two clients never share
+    keys, SDK clients or metrics.
+    """
+
+    def __init__(
+        self,
+        model: str | LanguageModel,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        output_mode: OutputMode | None = None,
+        profile: Profile | None = None,
+        max_reasks: int = 2,
+        max_retries: int = 3,
+        retry_policy: RetryPolicy | None = None,
+        timeout: float = 60.0,
+        usage_limits: UsageLimits | None = None,
+        inference_log_dir: str | os.PathLike[str] | None = None,
+        secrets: Iterable[str] = (),
+        http_client: httpx2.AsyncClient | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        if max_reasks < 0:
+            raise InvalidArgumentError(f"max_reasks must be 0 or more, not {max_reasks}.")
+        if timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds, not {timeout}.")
+        if isinstance(model, str):
+            self._model: LanguageModel = resolve_model(
+                model, api_key=api_key, base_url=base_url, timeout=timeout, profile=profile,
+                output_mode=output_mode, http_client=http_client,
+            )
+            self._model_label = model
+        elif callable(getattr(model, "request", None)):
+            given = [n for n, v in (("api_key", api_key), ("base_url", base_url), ("output_mode", output_mode),
+                                    ("profile", profile), ("http_client", http_client)) if v is not None]
+            if given:
+                raise ConfigurationError(
+                    f"{', '.join(given)} configure model strings only; {type(model).__name__} is a model "
+                    "object, so configure it directly."
+                )
+            self._model = model
+            self._model_label = str(getattr(model, "model_name", type(model).__name__))
+        else:
+            raise ConfigurationError(
+                f"model must be a 'provider/model' string or an object with `model_name` and "
+                f"`async def request(request) -> ModelResponse`, not {type(model).__name__}."
+            )
+        self._max_reasks = max_reasks
+        self._retry = retry_policy or RetryPolicy(max_retries=max_retries)
+        self._limits = usage_limits
+        self._log = InferenceLog(inference_log_dir) if inference_log_dir is not None else None
+        self._redactor = Redactor(secrets)
+        self._max_output_tokens = max_output_tokens
+        self._temperature = temperature
+        self._metrics = Metrics()
+
+    def __repr__(self) -> str:
+        return f"LLMClient({self._model_label!r})"
+
+    @property
+    def model(self) -> LanguageModel:
+        """The model object requests go to (a provider adapter for model strings)."""
+        return self._model
+
+    @property
+    def model_name(self) -> str:
+        return self._model_label
+
+    @property
+    def metrics(self) -> Metrics:
+        """Totals of this client, overall and per purpose."""
+        return self._metrics
+
+    @overload
+    async def generate(
+        self, messages: str | Sequence[Message], *, purpose: str = ..., output: type[M],
+        secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
+        max_output_tokens: int | None = ..., temperature: float | None = ...,
+    ) -> GenerateResult[M]: ...
+
+    @overload
+    async def generate(
+        self, messages: str | Sequence[Message], *, purpose: str = ..., output: dict[str, Any],
+        secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
+        max_output_tokens: int | None = ..., temperature: float | None = ...,
+    ) -> GenerateResult[Any]: ...
+
+    @overload
+    async def generate(
+        self, messages: str | Sequence[Message], *, purpose: str = ..., output: None = ...,
+        secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
+        max_output_tokens: int | None = ..., temperature: float | None = ...,
+    ) -> GenerateResult[str]: ...
+
+    async def generate(
+        self,
+        messages: str | Sequence[Message],
+        *,
+        purpose: str = "generic",
+        output: type[BaseModel] | dict[str, Any] | None = None,
+        secrets: Iterable[str] = (),
+        output_name: str | None = None,
+        max_reasks: int | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> GenerateResult[Any]:
+        """Ask the model and return its validated answer.
+
+        An answer that does not validate is sent back with the validation errors, at most
+        ``max_reasks`` times; then :class:`OutputValidationError` carries the last answer.
+        ``secrets`` are redacted (with the client's own) from logs and error messages.
+        """
+        spec = OutputSpec.from_output(output, name=output_name)
+        redactor = self._redactor.with_extra(secrets)
+        conversation: list[Message] = list(coerce_messages(messages))
+        reasks = self._max_reasks if max_reasks is None else max_reasks
+        total = Usage()
+        last_raw: Any = None
+        last_errors: list[str] = []
+        attempt = 0
+        try:
+            for attempt in range(1, reasks + 2):
+                request = LLMRequest(
+                    messages=tuple(conversation),
+                    purpose=purpose,
+                    output_schema=spec.wire_schema,
+                    output_name=spec.name,
+                    attempt=attempt,
+                    max_output_tokens=max_output_tokens if max_output_tokens is not None else self._max_output_tokens,
+                    temperature=temperature if temperature is not None else self._temperature,
+                )
+                response = await self._call(request, redactor)
+                total = total + response.usage
+                raw = _raw_text(response)
+                try:
+                    value = spec.validate(spec.extract(response))
+                except InvalidOutput as invalid:
+                    last_raw, last_errors = invalid.raw, invalid.errors
+                    logger.info(
+                        "%s: %s answer %d did not validate (%d problems)%s",
+                        self._model_label, purpose, attempt, len(invalid.errors),
+                        "; re-asking" if attempt <= reasks else "",
+                    )
+                    if attempt <= reasks:
+                        self._metrics.record_reask()
+                        conversation.append(AssistantMessage(raw or ""))
+                        conversation.append(UserMessage(reask_message(invalid.errors)))
+                    continue
+                return GenerateResult(
+                    output=value, usage=total, attempts=attempt, model=response.model or self._model_label,
+                    purpose=purpose, raw=raw,
+                )
+            shown = "; ".join(last_errors[:5])
+            raise OutputValidationError(
+                f"{self._model_label} gave no valid {spec.name!r} output for {purpose!r} after {attempt} "
+                f"attempt(s) ({reasks} re-ask(s)). Last problems: {shown}. Raise max_reasks, simplify "
+                "the output schema, or use a stronger model.",
+                last_output=last_raw, attempts=attempt, usage=total, errors=last_errors,
+            )
+        except StagehandError as exc:
+            self._metrics.record_failure()
+            redactor.exception(exc)
+            raise
+
+    async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
+        """One answer from the model: limits, kill switch, retries, capture, usage, log."""
+        if self._limits is not None:
+            self._limits.check_before(self._metrics.total, next_input_estimate=_estimate_input(request))
+        model = self._model
+        transport = active_transport.get()
+        replaying = bool(getattr(transport, "replaying", False))
+        if not getattr(model, "is_test_double", False) and not replaying and model_requests_blocked():
+            raise ModelRequestBlockedError(
+                f"a real model request to {self._model_label} (purpose {request.purpose!r}) was blocked: "
+                f"block_model_requests() is active or {BLOCK_ENV_VAR} is set. Use FunctionLLM or "
+                "ScriptedLLM from stagehand_py.testing, or replay a cassette."
+            )
+        captured = CapturedCall(request=request, model=self._model_label)
+        for sink in capture_sinks.get():
+            sink.append(captured)
+
+        async def once() -> ModelResponse:
+            try:
+                return await model.request(request)
+            except StagehandError:
+                raise
+            except Exception as exc:  # a user's model raised something of its own
+                raise LLMError(
+                    f"model {self._model_label} raised {type(exc).__name__}: {redactor.text(str(exc))}"
+                ) from exc
+
+        started = time.perf_counter()
+        try:
+            response = await call_with_retries(
+                once,
+                policy=self._retry,
+                describe=f"{self._model_label} {request.purpose} request",
+                on_retry=lambda _exc, _wait: self._metrics.record_retry(),
+            )
+        except BaseException as exc:
+            captured.error = exc
+            if self._log is not None and isinstance(exc, Exception):
+                redactor.exception(exc)
+                await self._log.write(model=self._model_label, request=request, response=None, error=exc, redactor=redactor)
+            raise
+        if not isinstance(response, ModelResponse):
+            raise LLMError(
+                f"model {self._model_label} returned {type(response).__name__} from request(); "
+                "it must return a stagehand_py.llm.ModelResponse."
+            )
+        usage = response.usage.model_copy(update={
+            "requests": max(response.usage.requests, 1),
+            "wall_ms": response.usage.wall_ms or (time.perf_counter() - started) * 1000,
+        })
+        response = response.model_copy(update={"usage": usage})
+        captured.response = response
+        self._metrics.record(request.purpose, usage)
+        if self._log is not None:
+            await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
+        return response
+
+
+def _raw_text(response: ModelResponse) -> str | None:
+    if response.text is not None:
+        return response.text
+    if response.output is None:
+        return None
+    if isinstance(response.output, BaseModel):
+        return response.output.model_dump_json()
+    return json.dumps(response.output, default=str)
+
+
+def _estimate_input(request: LLMRequest) -> int:
+    tokens = sum(estimate_tokens(message_text(m)) for m in request.messages)
+    tokens += _IMAGE_TOKEN_ESTIMATE * sum(
+        1 for m in request.messages for p in m.content if isinstance(p, ImagePart)
+    )
+    if request.output_schema is not None:
+        tokens += estimate_tokens(json.dumps(request.output_schema))
+    return tokens
+

@@ -1,0 +1,108 @@
+"""An optional on-disk record of every model request and response, one JSON file each.
+
+Off by default. Meant for debugging prompts and for evidence in bug reports, so it redacts
+secret values and secret-marked parts before anything touches the disk, and it writes image
+sizes rather than image bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ._messages import ImagePart, TextPart
+from ._redact import REDACTED, Redactor
+from ._request import LLMRequest, ModelResponse
+
+__all__ = ["InferenceLog", "request_record"]
+
+logger = logging.getLogger("stagehand_py")
+
+
+def request_record(request: LLMRequest) -> dict[str, Any]:
+    """The request as JSON-ready data, with secret parts redacted and images summarized."""
+    messages: list[dict[str, Any]] = []
+    for message in request.messages:
+        parts: list[dict[str, Any]] = []
+        for part in message.content:
+            if isinstance(part, TextPart):
+                parts.append({"type": "text", "text": REDACTED if part.secret else part.text})
+            elif isinstance(part, ImagePart):
+                parts.append({"type": "image", "media_type": part.media_type, "bytes": len(part.data)})
+            else:
+                parts.append(part.model_dump(mode="json"))
+        messages.append({"role": message.role, "content": parts})
+    return {
+        "purpose": request.purpose,
+        "attempt": request.attempt,
+        "output_name": request.output_name,
+        "output_schema": request.output_schema,
+        "messages": messages,
+    }
+
+
+class InferenceLog:
+    """Writes ``<dir>/<utc time>-<seq>-<purpose>-a<attempt>.json`` per model call."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._seq = itertools.count(1)
+
+    async def write(
+        self,
+        *,
+        model: str,
+        request: LLMRequest,
+        response: ModelResponse | None,
+        error: BaseException | None,
+        redactor: Redactor,
+    ) -> Path | None:
+        entry: dict[str, Any] = {
+            "time": datetime.now(timezone.utc).isoformat(),
+            "model": model,
+            "request": request_record(request),
+            "response": None,
+            "error": None,
+        }
+        if response is not None:
+            entry["response"] = {
+                "text": response.text,
+                "output": response.output,
+                "refusal": response.refusal,
+                "finish_reason": response.finish_reason,
+                "model": response.model,
+                "usage": response.usage.model_dump(),
+            }
+        if error is not None:
+            entry["error"] = {"type": type(error).__name__, "message": str(error)}
+        entry = redactor.data(entry)
+        purpose = re.sub(r"[^a-zA-Z0-9_-]", "_", request.purpose)[:40]
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        path = self.directory / f"{stamp}-{next(self._seq):05d}-{purpose}-a{request.attempt}.json"
+        text = json.dumps(entry, indent=2, default=str, ensure_ascii=False)
+        try:
+            await asyncio.to_thread(_write, path, text)
+        except OSError as exc:
+            # A debugging aid must not fail the (already paid for) model call.
+            logger.warning(
+                "cannot write the inference log to %s (%s); pass a writable inference_log_dir "
+                "or None to switch the log off",
+                self.directory, exc.strerror or type(exc).__name__,
+            )
+            return None
+        return path
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,156 @@
+"""One message type for every provider.
+
+Later layers (observe, act, extract, agent) build conversations once, in these types; each
+provider adapter translates them to its wire format. Images travel as raw bytes with a media
+type so that no layer has to know whether a provider wants base64 or data URLs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "TextPart",
+    "ImagePart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "SystemMessage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolMessage",
+    "Message",
+    "ImageMediaType",
+    "coerce_messages",
+    "message_text",
+]
+
+ImageMediaType: TypeAlias = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextPart(_Frozen):
+    """Plain text. ``secret=True`` keeps the text out of inference logs and error messages.
+
+    The model still reads a secret part; only what the layer *writes down* is redacted.
+    """
+
+    type: Literal["text"] = "text"
+    text: str
+    secret: bool = False
+
+
+class ImagePart(_Frozen):
+    """An image as bytes (e.g. a PNG screenshot) with its media type."""
+
+    type: Literal["image"] = "image"
+    data: bytes
+    media_type: ImageMediaType = "image/png"
+
+
+class ToolCallPart(_Frozen):
+    """A tool call the assistant made (agent loops replay these in later turns)."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultPart(_Frozen):
+    """The answer to one :class:`ToolCallPart`, sent back in a :class:`ToolMessage`."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+UserPart: TypeAlias = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+AssistantPart: TypeAlias = Annotated[TextPart | ToolCallPart, Field(discriminator="type")]
+
+
+def _parts(content: str | Sequence[Any]) -> tuple[Any, ...]:
+    if isinstance(content, str):
+        return (TextPart(text=content),)
+    return tuple(content)
+
+
+class _MessageBase(_Frozen):
+    """Lets a message be built positionally: ``UserMessage("text")`` or ``UserMessage([parts])``."""
+
+    def __init__(self, content: str | Sequence[Any] = (), /, **data: Any) -> None:
+        if "content" not in data:
+            data["content"] = _parts(content)
+        super().__init__(**data)
+
+
+class SystemMessage(_MessageBase):
+    """Instructions that frame the whole conversation. ``SystemMessage("You are ...")``."""
+
+    role: Literal["system"] = "system"
+    content: tuple[TextPart, ...]
+
+
+class UserMessage(_MessageBase):
+    """What the user (or the layer on its behalf) says: text and images."""
+
+    role: Literal["user"] = "user"
+    content: tuple[UserPart, ...]
+
+
+class AssistantMessage(_MessageBase):
+    """What the model said before: text and/or tool calls."""
+
+    role: Literal["assistant"] = "assistant"
+    content: tuple[AssistantPart, ...]
+
+
+class ToolMessage(_MessageBase):
+    """Results of the assistant's tool calls."""
+
+    role: Literal["tool"] = "tool"
+    content: tuple[ToolResultPart, ...]
+
+
+Message: TypeAlias = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+
+
+def coerce_messages(messages: str | Sequence[Any]) -> tuple[SystemMessage | UserMessage | AssistantMessage | ToolMessage, ...]:
+    """Accept a bare string as one user message; reject anything that is not a message.
+
+    Rejecting early gives a clear error here instead of a puzzling one in a provider adapter.
+    """
+    from .._errors import InvalidArgumentError
+
+    if isinstance(messages, str):
+        return (UserMessage(messages),)
+    out: list[SystemMessage | UserMessage | AssistantMessage | ToolMessage] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, SystemMessage | UserMessage | AssistantMessage | ToolMessage):
+            raise InvalidArgumentError(
+                f"messages[{i}] is a {type(m).__name__}, not a message: build it with "
+                "SystemMessage/UserMessage/AssistantMessage/ToolMessage from stagehand_py.llm."
+            )
+        out.append(m)
+    if not out:
+        raise InvalidArgumentError("messages is empty: pass at least one UserMessage.")
+    return tuple(out)
+
+
+def message_text(message: SystemMessage | UserMessage | AssistantMessage | ToolMessage) -> str:
+    """The text parts of a message joined by newlines (images and tool calls left out)."""
+    texts: list[str] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ToolResultPart):
+            texts.append(part.content)
+    return "\n".join(texts)

@@ -1,0 +1,1 @@
+"""Provider adapters: each translates our request to one wire format and back."""

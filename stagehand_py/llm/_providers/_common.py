@@ -1,0 +1,226 @@
+"""What the provider adapters share: status-to-error mapping and the SDK-client cache.
+
+Each adapter translates its SDK's exceptions in one function; the status codes mean the same
+for every HTTP provider, so the class for a status and the advice in the message are here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+
+from ..._errors import (
+    AuthenticationError,
+    StagehandError,
+    BadRequestError,
+    ProviderConnectionError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+from .._hooks import active_transport
+from .._profiles import Profile
+from .._request import LLMRequest, ModelResponse
+
+__all__ = [
+    "HTTPProviderModel",
+    "status_error",
+    "connection_error",
+    "malformed_response_error",
+    "env_var_for",
+    "own_error",
+]
+
+_ADVICE: dict[type[ProviderError], str] = {
+    AuthenticationError: "Check the API key (argument api_key= or the {env} environment variable) and its permissions for this model.",
+    BadRequestError: "The provider rejected the request: check the model name, and that the output schema is one this model accepts.",
+    RateLimitError: "Rate limited and the retries ran out: lower the concurrency, or raise max_retries.",
+    ServerError: "The provider failed and the retries ran out: try again later or use another model.",
+    ProviderConnectionError: "Check base_url and the network, or raise timeout=.",
+}
+
+
+def env_var_for(provider: str) -> str:
+    return {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider, f"{provider.upper()}_API_KEY")
+
+
+def _class_for(status: int) -> type[ProviderError]:
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 429:
+        return RateLimitError
+    if status == 408:
+        return ProviderConnectionError
+    if status >= 500 or status == 409:
+        return ServerError
+    return BadRequestError
+
+
+def _detail(body: Any, fallback: str) -> str:
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return fallback
+
+
+def status_error(*, provider: str, model: str, status: int, body: Any, fallback: str) -> ProviderError:
+    """The error for an HTTP error answer, with the provider's own words and what to do."""
+    cls = _class_for(status)
+    advice = _ADVICE[cls].format(env=env_var_for(provider))
+    message = f"{provider} model {model!r} answered HTTP {status}: {_detail(body, fallback)}. {advice}"
+    return cls(message, provider=provider, model=model, status=status, body=body)
+
+
+def connection_error(*, provider: str, model: str, timed_out: bool, detail: str) -> ProviderConnectionError:
+    what = "timed out" if timed_out else "could not connect"
+    return ProviderConnectionError(
+        f"{provider} model {model!r}: the request {what} ({detail}). {_ADVICE[ProviderConnectionError]}",
+        provider=provider,
+        model=model,
+    )
+
+
+def malformed_response_error(*, provider: str, model: str, status: int | None, body: Any, detail: str) -> ServerError:
+    """A 2xx answer we cannot read (not JSON, or not the expected shape): retried like a 5xx."""
+    shown = body if isinstance(body, str) else json.dumps(body, default=str)[:500]
+    return ServerError(
+        f"{provider} model {model!r} answered with a malformed response ({detail}): {shown[:300]!r}. "
+        "If base_url points at an OpenAI-compatible server, check that it implements this endpoint.",
+        provider=provider,
+        model=model,
+        status=status,
+        body=body,
+    )
+
+
+def own_error(exc: BaseException) -> StagehandError | None:
+    """Our own error raised below the SDK (e.g. a cassette miss in the transport).
+
+    The SDKs wrap transport exceptions as connection errors; unwrapping keeps the real
+    message (and keeps such errors from being retried as network trouble).
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc.__cause__ or exc.__context__
+    while current is not None and id(current) not in seen:
+        if isinstance(current, StagehandError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class HTTPProviderModel:
+    """What the provider adapters share: configuration, the lazily made SDK client (one per
+    active cassette transport), and the request template whose ``except`` clause is the one
+    place SDK errors are translated.
+
+    Subclasses give the SDK-specific parts: ``_sdk_class``, the SDK's error classes, ``build_params``, ``_create``,
+    ``_translate``, ``_parse`` and ``_sdk_errors``.
+    """
+
+    provider: str = ""
+    _sdk_class: Any = None
+    _sdk_errors: tuple[type[BaseException], ...] = ()
+    _timeout_error: type[BaseException] = TimeoutError
+    _connection_error: type[BaseException] = ConnectionError
+    _status_error: type[BaseException] = Exception
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        profile: Profile,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.model_name = model_name
+        self.profile = profile
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._http_client = http_client
+        self._clients: dict[int, Any] = {}
+
+    def __repr__(self) -> str:  # never show the key
+        return f"{type(self).__name__}({self.model_name!r}, base_url={self._base_url!r}, mode={self.profile.output_mode!r})"
+
+    def _sdk(self) -> Any:
+        """The SDK client, made on first use (no I/O objects at construction time).
+
+        While a cassette is active (see :mod:`stagehand_py.testing`), requests go through its
+        transport instead of the network.
+        """
+        transport = active_transport.get()
+        key = id(transport) if transport is not None else 0
+        client = self._clients.get(key)
+        if client is None:
+            http_client = self._http_client
+            if transport is not None:
+                http_client = httpx2.AsyncClient(transport=transport, timeout=self._timeout)
+            client = self._make_sdk(http_client)
+            self._clients[key] = client
+        return client
+
+    async def request(self, request: LLMRequest) -> ModelResponse:
+        params = self.build_params(request)
+        try:
+            raw = await self._create(params)
+        except (*self._sdk_errors, json.JSONDecodeError) as exc:
+            own = own_error(exc)
+            if own is not None:
+                raise own from None
+            raise self._translate(exc) from exc
+        return self._parse(raw, request)
+
+    def _translate(self, exc: BaseException) -> ProviderError:
+        """SDK error to ours: status, provider, model and body kept; the caller chains it."""
+        if isinstance(exc, self._timeout_error):
+            return connection_error(provider=self.provider, model=self.model_name, timed_out=True, detail="no answer within the timeout")
+        if isinstance(exc, self._connection_error):
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            return connection_error(provider=self.provider, model=self.model_name, timed_out=False, detail=detail)
+        if isinstance(exc, self._status_error):
+            return status_error(
+                provider=self.provider, model=self.model_name, status=getattr(exc, "status_code", 0),
+                body=getattr(exc, "body", None), fallback=str(exc),
+            )
+        if isinstance(exc, json.JSONDecodeError):  # a 2xx body that is not JSON
+            return malformed_response_error(
+                provider=self.provider, model=self.model_name, status=None, body=None, detail=f"{type(exc).__name__}: {exc}"
+            )
+        return ProviderError(
+            f"{self.provider} model {self.model_name!r}: {type(exc).__name__}: {exc}",
+            provider=self.provider,
+            model=self.model_name,
+        )
+
+    # -- per SDK ---------------------------------------------------------------------------
+
+    def _make_sdk(self, http_client: httpx2.AsyncClient | None) -> Any:
+        # api_key is always passed, so the SDK reads no credential env vars or files itself.
+        return self._sdk_class(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            max_retries=0,  # tenacity in _retry.py is the only retry loop
+            http_client=http_client,
+        )
+
+    def build_params(self, request: LLMRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _parse(self, raw: Any, request: LLMRequest) -> ModelResponse:
+        raise NotImplementedError

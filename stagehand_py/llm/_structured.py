@@ -1,0 +1,177 @@
+"""Structured output: what shape we ask for, and whether the answer has it.
+
+An output is a pydantic model class or a plain JSON Schema. Either way the wire carries a JSON
+Schema whose top level is an object (tool calls and native JSON-schema formats require one),
+and the answer is validated here, in one place, whatever mode produced it. Errors are phrased
+for the model: they are sent back verbatim in the re-ask message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from .._errors import InvalidSchemaError, RefusalError
+from ._request import ModelResponse
+
+__all__ = ["OutputSpec", "InvalidOutput", "parse_json_text"]
+
+T = TypeVar("T")
+
+_WRAP_KEY = "value"
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+class InvalidOutput(Exception):
+    """The answer did not validate; ``errors`` are model-readable lines, ``raw`` the answer."""
+
+    def __init__(self, errors: list[str], raw: Any) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+        self.raw = raw
+
+
+def parse_json_text(text: str) -> Any:
+    """Parse JSON a model wrote as text, tolerating code fences and prose around one object.
+
+    Raises :class:`InvalidOutput` with a message the model can act on.
+    """
+    candidate = text.strip()
+    fenced = _FENCE.match(candidate)
+    if fenced:
+        candidate = fenced.group(1).strip()
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError as first:
+        # Prose around one JSON value: take the outermost {...} or [...].
+        for opener, closer in (("{", "}"), ("[", "]")):
+            start, end = candidate.find(opener), candidate.rfind(closer)
+            if 0 <= start < end:
+                try:
+                    return json.loads(candidate[start : end + 1])
+                except json.JSONDecodeError:
+                    continue
+        raise InvalidOutput([f"the answer is not valid JSON ({first.msg} at line {first.lineno} column {first.colno})"], text) from first
+
+
+def _is_object_schema(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object" or ("properties" in schema and "type" not in schema)
+
+
+@dataclass(frozen=True)
+class OutputSpec(Generic[T]):
+    """The expected output of one ``generate`` call."""
+
+    #: The schema as the user gave it (or pydantic generated it).
+    schema: dict[str, Any] | None
+    #: The object schema sent on the wire (``schema`` itself, or wrapped under "value").
+    wire_schema: dict[str, Any] | None
+    name: str
+    model: type[BaseModel] | None
+    wrapped: bool
+
+    @staticmethod
+    def from_output(output: type[BaseModel] | dict[str, Any] | None, *, name: str | None = None) -> OutputSpec[Any]:
+        if output is None:
+            return OutputSpec(schema=None, wire_schema=None, name=name or "result", model=None, wrapped=False)
+        if isinstance(output, type) and issubclass(output, BaseModel):
+            schema = output.model_json_schema()
+            return OutputSpec._build(schema, name or _snake(output.__name__), output)
+        if isinstance(output, dict):
+            try:
+                jsonschema.validators.validator_for(output).check_schema(output)
+            except SchemaError as exc:
+                raise InvalidSchemaError(
+                    f"output is not a valid JSON Schema: {exc.message}. Pass a pydantic model "
+                    "class or a JSON Schema dict such as {'type': 'object', 'properties': {...}}."
+                ) from exc
+            return OutputSpec._build(dict(output), name or str(output.get("title") or "result"), None)
+        raise InvalidSchemaError(
+            f"output must be a pydantic model class, a JSON Schema dict or None, not {type(output).__name__}."
+        )
+
+    @staticmethod
+    def _build(schema: dict[str, Any], name: str, model: type[BaseModel] | None) -> OutputSpec[Any]:
+        safe_name = re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "result"
+        if _is_object_schema(schema):
+            return OutputSpec(schema=schema, wire_schema=schema, name=safe_name, model=model, wrapped=False)
+        inner = dict(schema)
+        defs = inner.pop("$defs", None)
+        wire: dict[str, Any] = {
+            "type": "object",
+            "properties": {_WRAP_KEY: inner},
+            "required": [_WRAP_KEY],
+            "additionalProperties": False,
+        }
+        if defs is not None:
+            wire["$defs"] = defs
+        return OutputSpec(schema=schema, wire_schema=wire, name=safe_name, model=model, wrapped=True)
+
+    def extract(self, response: ModelResponse) -> Any:
+        """The answer as plain data (or text for free-text calls), before validation.
+
+        Raises :class:`RefusalError` for a refusal or an empty answer and
+        :class:`InvalidOutput` for text that is not JSON.
+        """
+        if response.refusal:
+            raise RefusalError(f"the model refused to answer: {response.refusal}")
+        if self.wire_schema is None:
+            if response.output is not None:
+                return response.output if isinstance(response.output, str) else json.dumps(_plain(response.output))
+            if not response.text:
+                raise RefusalError("the model answered with no content (empty text). Rephrase the request or try another model.")
+            return response.text
+        if response.output is not None:
+            data = _plain(response.output)
+        elif response.text is not None and response.text.strip():
+            data = parse_json_text(response.text)
+        else:
+            raise RefusalError(
+                f"the model answered with no content where a {self.name!r} JSON object was required "
+                f"(finish reason: {response.finish_reason or 'unknown'}). Rephrase the request or try another model."
+            )
+        if self.wrapped and isinstance(data, dict) and set(data) == {_WRAP_KEY}:
+            data = data[_WRAP_KEY]
+        return data
+
+    def validate(self, data: Any) -> Any:
+        """Validated output: a pydantic instance, or ``data`` itself once it fits the schema."""
+        if self.schema is None:
+            return data
+        if self.model is not None:
+            try:
+                return self.model.model_validate(data)
+            except ValidationError as exc:
+                raise InvalidOutput(_pydantic_errors(exc), data) from exc
+        validator_cls = jsonschema.validators.validator_for(self.schema)
+        errors = sorted(validator_cls(self.schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+        if errors:
+            raise InvalidOutput([_json_path(list(e.absolute_path)) + ": " + e.message for e in errors[:20]], data)
+        return data
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return TypeAdapter(Any).dump_python(value, mode="json")
+
+
+def _json_path(path: list[Any]) -> str:
+    out = "$"
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _pydantic_errors(exc: ValidationError) -> list[str]:
+    return [_json_path(list(e["loc"])) + ": " + e["msg"] for e in exc.errors(include_url=False)[:20]]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -1,0 +1,208 @@
+"""Record real provider HTTP traffic once, replay it in CI without a key.
+
+Works at the HTTP transport level (the SDKs' ``httpx2`` clients), so what is replayed is
+exactly what the provider sent, through the real SDK parsing and our real adapters. Requests
+match on method, path and the JSON body (canonicalised, secrets redacted); identical requests
+replay in recorded order. ``authorization``/``x-api-key`` and similar headers are never
+written.
+
+Modes (the pytest plugin's ``--stagehand-record none|once|all``):
+
+- ``none``: replay only; a missing cassette or an unmatched request is a ``CassetteError``.
+- ``once``: replay when the file exists, otherwise record to it.
+- ``all``: always record, replacing the file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import httpx2
+
+from .._errors import CassetteError
+from ..llm._hooks import active_transport
+from ..llm._redact import Redactor
+
+__all__ = ["Cassette", "CassetteMode", "use_cassette", "SCRUBBED_HEADERS"]
+
+logger = logging.getLogger("stagehand_py")
+
+CassetteMode: TypeAlias = Literal["none", "once", "all"]
+_MODES = ("none", "once", "all")
+_FORMAT_VERSION = 1
+
+#: Never written to a cassette.
+SCRUBBED_HEADERS = frozenset({
+    "authorization", "x-api-key", "api-key", "proxy-authorization", "cookie", "set-cookie",
+    "openai-organization", "openai-project", "anthropic-organization-id",
+})
+#: Not replayed: the stored body is already decoded and its length is recomputed.
+_DROPPED_RESPONSE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
+
+
+def _decode(content: bytes) -> dict[str, Any]:
+    text = content.decode("utf-8", errors="replace")
+    try:
+        return {"json": json.loads(text)} if text else {"text": ""}
+    except json.JSONDecodeError:
+        return {"text": text}
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    if "json" in body:
+        return json.dumps(body["json"]).encode("utf-8")
+    return str(body.get("text", "")).encode("utf-8")
+
+
+class Cassette:
+    """One cassette file and the transport that reads or writes it.
+
+    Use it through :func:`use_cassette` (every ``LLMClient`` model string inside the block
+    goes through it), or pass ``http_client=cassette.http_client()`` to one ``LLMClient``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        mode: CassetteMode = "none",
+        secrets: Iterable[str] = (),
+        real_transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        if mode not in _MODES:
+            raise CassetteError(f"cassette mode {mode!r} is not one of {', '.join(_MODES)}.")
+        self.path = Path(path)
+        self.mode: CassetteMode = mode
+        self._redactor = Redactor(secrets)
+        self._real = real_transport
+        exists = self.path.exists()
+        if mode == "none" and not exists:
+            raise CassetteError(
+                f"cassette {self.path} does not exist and the mode is 'none' (replay only). Record it "
+                "once with a real API key: mode='once' (pytest: --stagehand-record once)."
+            )
+        #: True when requests are answered from the file and never reach the network.
+        self.replaying = mode == "none" or (mode == "once" and exists)
+        self.interactions: list[dict[str, Any]] = self._load() if self.replaying else []
+        self._used = [False] * len(self.interactions)
+        self.transport = _CassetteTransport(self)
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.mode!r}, interactions={len(self.interactions)})"
+
+    @property
+    def unused(self) -> int:
+        """Recorded interactions not replayed yet."""
+        return self._used.count(False)
+
+    def http_client(self, *, timeout: float = 60.0) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=self.transport, timeout=timeout)
+
+    def _load(self) -> list[dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            interactions = data["interactions"]
+            if not isinstance(interactions, list):
+                raise TypeError("interactions is not a list")
+            return interactions
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CassetteError(
+                f"cassette {self.path} cannot be read ({type(exc).__name__}: {exc}). Delete it and "
+                "record again with mode='all'."
+            ) from exc
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"version": _FORMAT_VERSION, "interactions": self.interactions}
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+    def request_key(self, method: str, path: str, body: bytes) -> dict[str, Any]:
+        """What a request is matched on: method, path and query, canonical redacted body."""
+        decoded = _decode(body)
+        return {"method": method.upper(), "path": path, **self._redactor.data(decoded)}
+
+    def find(self, key: dict[str, Any]) -> dict[str, Any]:
+        canonical = json.dumps(key, sort_keys=True)
+        for i, interaction in enumerate(self.interactions):
+            if not self._used[i] and json.dumps(interaction["request"], sort_keys=True) == canonical:
+                self._used[i] = True
+                return interaction
+        body = json.dumps(key.get("json", key.get("text")), sort_keys=True)[:300]
+        raise CassetteError(
+            f"cassette {self.path} has no unused recording for {key['method']} {key['path']} with body "
+            f"{body}... ({len(self.interactions)} recorded, {self.unused} unused). The request changed "
+            "since it was recorded: re-record with mode='all' (pytest: --stagehand-record all)."
+        )
+
+    def record(self, key: dict[str, Any], response: httpx2.Response, content: bytes) -> None:
+        headers = {
+            k.lower(): v for k, v in response.headers.items()
+            if k.lower() not in SCRUBBED_HEADERS and k.lower() not in _DROPPED_RESPONSE_HEADERS
+        }
+        self.interactions.append({
+            "request": key,
+            "response": {"status": response.status_code, "headers": headers, **self._redactor.data(_decode(content))},
+        })
+        self._used.append(True)
+        self.save()
+
+
+class _CassetteTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, cassette: Cassette) -> None:
+        self._cassette = cassette
+
+    @property
+    def replaying(self) -> bool:
+        return self._cassette.replaying
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        path = request.url.raw_path.decode("ascii", errors="replace")
+        key = self._cassette.request_key(request.method, path, body)
+        if self._cassette.replaying:
+            stored = self._cassette.find(key)["response"]
+            return httpx2.Response(
+                stored["status"], headers=stored.get("headers", {}), content=_encode(stored), request=request
+            )
+        real = self._cassette._real
+        if real is None:
+            real = self._cassette._real = httpx2.AsyncHTTPTransport()
+        response = await real.handle_async_request(request)
+        content = await response.aread()
+        await response.aclose()
+        self._cassette.record(key, response, content)
+        logger.info("cassette %s: recorded %s %s -> %d", self._cassette.path, request.method, path, response.status_code)
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _DROPPED_RESPONSE_HEADERS]
+        return httpx2.Response(response.status_code, headers=headers, content=content, request=request)
+
+    async def aclose(self) -> None:
+        if self._cassette._real is not None:
+            await self._cassette._real.aclose()
+
+
+@contextmanager
+def use_cassette(
+    path: str | Path, *, mode: CassetteMode = "none", secrets: Iterable[str] = ()
+) -> Iterator[Cassette]:
+    """Route every provider request made inside through a cassette.
+
+    ::
+
+        with use_cassette("tests/cassettes/extract_title.json", mode="once"):
+            result = await LLMClient("openai/gpt-4.1-mini").generate(...)
+
+    Replays satisfy ``block_model_requests()``: a replayed request is not a real one.
+    """
+    cassette = Cassette(path, mode=mode, secrets=secrets)
+    token = active_transport.set(cassette.transport)
+    try:
+        yield cassette
+    finally:
+        active_transport.reset(token)
