@@ -16,6 +16,7 @@ can catch everything with one ``except`` and still tell the cases apart::
     ├── SnapshotError                 the page could not be captured
     ├── ActionError                   executing an Action failed
     │   ├── ElementNotFoundError      the selector resolves to no element
+    │   │   └── AmbiguousSelectorError  ...or to more than one element
     │   ├── UnsupportedMethodError    the action names a method we do not know
     │   └── ActionFailedError         the browser refused or the action threw
     ├── StagehandTimeoutError         a per-call timeout ran out (also a TimeoutError)
@@ -56,6 +57,7 @@ __all__ = [
     "SnapshotError",
     "ActionError",
     "ElementNotFoundError",
+    "AmbiguousSelectorError",
     "UnsupportedMethodError",
     "ActionFailedError",
     "StagehandTimeoutError",
@@ -150,6 +152,14 @@ class ActionError(StagehandError):
 
 class ElementNotFoundError(ActionError):
     """The action's selector resolves to no element on the page."""
+
+
+class AmbiguousSelectorError(ElementNotFoundError):
+    """The action's selector matches more than one element (an Action acts on exactly one).
+
+    A subclass of :class:`ElementNotFoundError` because the remedy is the same: locate the
+    element again (observe, or a more specific selector).
+    """
 
 
 class UnsupportedMethodError(ActionError, InvalidArgumentError):

@@ -1,0 +1,49 @@
+"""The action executor: turn an :class:`~stagehand_py.Action` into browser input. No model in here.
+
+- :func:`resolve_element` finds exactly one element for a selector, following the
+  snapshot's canonical xpaths through iframes (out-of-process ones included) and shadow
+  roots (closed ones too, once :func:`install_page_helpers` ran);
+- :func:`execute_action` validates, substitutes ``%variables%``, resolves and runs one of
+  the registered methods (:data:`METHODS`), translating Playwright's errors;
+- :func:`substitute`, :func:`placeholder_descriptions`, :func:`secret_values` handle
+  variables without ever exposing their values;
+- :func:`wait_for_settled_dom` and :class:`PageWatch` wait for the network to go quiet and
+  tell whether an action navigated or opened a page.
+"""
+
+from ._executor import execute_action
+from ._methods import KNOWN_METHODS, METHODS, MethodSpec, normalize_method
+from ._resolve import DEFAULT_TIMEOUT, CanonicalStep, install_page_helpers, parse_canonical_xpath, resolve_element
+from ._settle import (
+    DEFAULT_LONG_POLL_MS,
+    DEFAULT_QUIET_MS,
+    DEFAULT_SETTLE_TIMEOUT_MS,
+    PageWatch,
+    wait_for_settled_dom,
+    watch_page,
+)
+from ._variables import PLACEHOLDER, placeholder_descriptions, placeholders_in, secret_values, substitute
+
+__all__ = [
+    "DEFAULT_LONG_POLL_MS",
+    "DEFAULT_QUIET_MS",
+    "DEFAULT_SETTLE_TIMEOUT_MS",
+    "DEFAULT_TIMEOUT",
+    "KNOWN_METHODS",
+    "METHODS",
+    "PLACEHOLDER",
+    "CanonicalStep",
+    "MethodSpec",
+    "PageWatch",
+    "execute_action",
+    "install_page_helpers",
+    "normalize_method",
+    "parse_canonical_xpath",
+    "placeholder_descriptions",
+    "placeholders_in",
+    "resolve_element",
+    "secret_values",
+    "substitute",
+    "wait_for_settled_dom",
+    "watch_page",
+]

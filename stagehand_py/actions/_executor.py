@@ -1,0 +1,116 @@
+"""Run one :class:`~stagehand_py.Action` on a page: validate, substitute, resolve, act, translate errors.
+
+The order matters and is the contract:
+
+1. method and argument *count* are checked (no browser call, no variable touched);
+2. ``%placeholders%`` are substituted (an unknown one raises here, still before the browser);
+3. the argument *values* are validated and parsed (e.g. scroll offsets are numbers);
+4. the selector is resolved to exactly one element;
+5. the method runs; Playwright errors become :class:`ActionFailedError`,
+   :class:`StagehandTimeoutError` or :class:`PageClosedError`, chained to their cause.
+
+From step 2 on, the substituted values exist only in local variables: logs and messages
+quote the action's own arguments (with their placeholders), and Playwright's text is
+redacted before it is quoted or chained.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from playwright.async_api import ElementHandle, Page
+from playwright.async_api import Error as PlaywrightError
+
+from .._errors import InvalidArgumentError, PageClosedError
+from .._types import Action, VariableValue
+from ._methods import MethodCall, check_arity
+from ._resolve import DEFAULT_TIMEOUT, resolve_element
+from ._translate import redact, safe_cause, translate_error
+from ._variables import placeholders_in, secret_values, substitute
+
+__all__ = ["execute_action"]
+
+logger = logging.getLogger("stagehand_py.actions")
+
+
+def _remaining_ms(deadline: float) -> float:
+    # Playwright reads timeout=0 as "no timeout"; never hand it zero or less.
+    return max(1.0, (deadline - time.monotonic()) * 1000)
+
+
+async def execute_action(
+    page: Page,
+    action: Action,
+    *,
+    variables: Mapping[str, VariableValue] | None = None,
+    xpath_map: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> None:
+    """Perform ``action`` on ``page``; return when the browser has done it (not settled).
+
+    ``variables`` fill the ``%name%`` placeholders of ``action.arguments``; ``xpath_map``
+    (snapshot element id -> xpath) lets ``drag_and_drop`` name its target by id;
+    ``timeout`` (seconds, default :data:`DEFAULT_TIMEOUT`) bounds resolution and the action
+    together.
+
+    Raises :class:`UnsupportedMethodError`, :class:`InvalidArgumentError` (wrong arguments),
+    :class:`UnknownVariableError` (all three before any browser call),
+    :class:`ElementNotFoundError` / :class:`AmbiguousSelectorError`,
+    :class:`ActionFailedError`, :class:`StagehandTimeoutError` or :class:`PageClosedError`.
+    """
+    if not isinstance(action, Action):
+        raise InvalidArgumentError(f"execute_action needs an Action; got a {type(action).__name__}.")
+    timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    if timeout <= 0:
+        raise InvalidArgumentError(f"timeout must be a positive number of seconds; got {timeout:g}.")
+    deadline = time.monotonic() + timeout
+    selector = action.selector
+
+    spec, raw = check_arity(action.method, action.arguments)
+    raw_texts = [str(a) for a in raw]
+    args = substitute(raw, variables)
+    used = placeholders_in(raw_texts)
+    # Only the variables this action uses can leak through it; redact exactly those.
+    secrets = secret_values({name: variables[name] for name in used}) if (used and variables) else []
+    params = spec.prepare(args, raw_texts, xpath_map)
+
+    # raw_texts holds placeholders, never substituted values: safe to log.
+    logger.debug(
+        "executing %s on %s with arguments %r%s",
+        spec.name,
+        selector,
+        raw_texts,
+        f" (placeholders: {', '.join(used)})" if used else "",
+    )
+    if page.is_closed():
+        raise PageClosedError(f"cannot {spec.name} {selector}: the page is closed.")
+
+    element = await resolve_element(page, selector, timeout=max(0.0, deadline - time.monotonic()))
+
+    async def resolve_other(target: str) -> ElementHandle:
+        return await resolve_element(page, target, timeout=max(0.0, deadline - time.monotonic()))
+
+    call = MethodCall(page=page, element=element, selector=selector, timeout_ms=_remaining_ms(deadline), resolve=resolve_other)
+    try:
+        await spec.run(call, params)
+    except PlaywrightError as exc:
+        error = translate_error(
+            exc,
+            what=f"{spec.name} on {selector}",
+            selector=selector,
+            method=spec.name,
+            timeout=timeout,
+            secrets=secrets,
+        )
+        if page.is_closed() and not isinstance(error, PageClosedError):
+            error = PageClosedError(f"{spec.name} on {selector} failed because the page was closed ({redact(str(error), secrets)}).")
+        logger.debug("%s on %s failed: %s", spec.name, selector, error)
+        raise error from safe_cause(exc, secrets)
+    finally:
+        try:
+            await element.dispose()
+        except PlaywrightError:
+            pass  # the page navigated or closed: nothing left to release
+    logger.debug("%s on %s done", spec.name, selector)

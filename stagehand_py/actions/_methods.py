@@ -1,0 +1,365 @@
+"""The method registry: every :data:`~stagehand_py.ActionMethod`, its argument form, and how it runs.
+
+Each method is split in two so that nothing reaches the browser before every check passed:
+
+- ``prepare(args, raw)`` validates the (already substituted) arguments and turns them into
+  parameters; it raises :class:`InvalidArgumentError` quoting ``raw`` (the arguments as the
+  action wrote them, placeholders included) and never the substituted values;
+- ``run(call, params)`` does the Playwright work on the resolved element.
+
+Argument counts are checked earlier still, before substitution (see :func:`check_arity`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from playwright.async_api import ElementHandle, Page
+
+from .._errors import ActionFailedError, ElementNotFoundError, InvalidArgumentError, UnsupportedMethodError
+from .._types import ActionMethod
+from ._js import load_js
+
+__all__ = [
+    "KNOWN_METHODS",
+    "METHODS",
+    "MethodCall",
+    "MethodSpec",
+    "check_arity",
+    "normalize_method",
+]
+
+MouseButton = Literal["left", "right", "middle"]
+
+#: Every method name, in the order :data:`ActionMethod` lists them.
+KNOWN_METHODS: tuple[str, ...] = get_args(ActionMethod)
+
+# Names models (and the TypeScript Stagehand) commonly use for our methods.
+_ALIASES: dict[str, str] = {
+    "dblclick": "double_click",
+    "doubleclick": "double_click",
+    "select_option_from_dropdown": "select_option",
+    "select": "select_option",
+    "scroll_into_view_if_needed": "scroll_into_view",
+    "scroll_into_view_element": "scroll_into_view",
+    "scroll": "scroll_to",
+    "scroll_by_pixel_offset": "scroll_by",
+    "previous_chunk": "prev_chunk",
+    "drag_to": "drag_and_drop",
+    "upload": "set_input_files",
+    "fill_input": "fill",
+    "press_key": "press",
+}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_ELEMENT_ID = re.compile(r"\d+-\d+")
+
+
+def normalize_method(method: str) -> str:
+    """``"doubleClick"``, ``"double-click"``, ``" Double_Click "`` -> ``"double_click"``; unknown stays unknown."""
+    if not isinstance(method, str):
+        return repr(method)
+    name = _CAMEL.sub("_", method.strip()).replace("-", "_").replace(" ", "_").lower()
+    return _ALIASES.get(name, name)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodCall:
+    """Everything a method's ``run`` needs; built by the executor after resolution."""
+
+    page: Page
+    element: ElementHandle
+    selector: str
+    #: Playwright timeout for this step, in milliseconds (> 0).
+    timeout_ms: float
+    #: Resolves a drag target (selector or snapshot id) to an element; owned by the executor.
+    resolve: Callable[[str], Awaitable[ElementHandle]]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """How one method is called and run."""
+
+    name: str
+    min_args: int
+    max_args: int | None
+    #: The expected argument form, as error messages show it.
+    form: str
+    prepare: Callable[[list[str], list[str], Mapping[str, str] | None], Any]
+    run: Callable[[MethodCall, Any], Awaitable[None]]
+
+
+def check_arity(method: str, arguments: Sequence[object]) -> tuple[MethodSpec, list[object]]:
+    """Look the method up and check the argument count, before any substitution.
+
+    Returns the spec and the arguments to use: for methods that take no arguments, empty
+    strings are dropped (models often send ``[""]``). Raises
+    :class:`UnsupportedMethodError` listing the known methods, or
+    :class:`InvalidArgumentError` stating the expected form.
+    """
+    name = normalize_method(method)
+    spec = METHODS.get(name)
+    if spec is None:
+        raise UnsupportedMethodError(
+            f"unknown action method {method!r}; known methods: {', '.join(KNOWN_METHODS)}.",
+            method=str(method),
+        )
+    if not isinstance(arguments, (list, tuple)):
+        raise InvalidArgumentError(f"{spec.name} arguments must be a list, e.g. {spec.form}; got a {type(arguments).__name__}.")
+    args = list(arguments)
+    if spec.max_args == 0:
+        args = [a for a in args if a != ""]
+    too_few = len(args) < spec.min_args
+    too_many = spec.max_args is not None and len(args) > spec.max_args
+    if too_few or too_many:
+        raise InvalidArgumentError(
+            f"{spec.name} expects arguments {spec.form}; got {len(args)} argument{'s' if len(args) != 1 else ''}."
+        )
+    return spec, args
+
+
+def _bad(spec_name: str, form: str, position: int, raw: list[str], why: str) -> InvalidArgumentError:
+    # Quote the argument as the action wrote it: a %placeholder% stays a placeholder.
+    return InvalidArgumentError(f"{spec_name} argument {position} {raw[position - 1]!r} {why}; expected {form}.")
+
+
+# --- prepare functions ------------------------------------------------------------------
+
+
+def _no_params(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> None:
+    return None
+
+
+def _first(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> str:
+    return args[0]
+
+
+def _all(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> list[str]:
+    return list(args)
+
+
+def _prepare_click(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> MouseButton:
+    if not args:
+        return "left"
+    button = args[0].strip().lower()
+    if button not in get_args(MouseButton):
+        raise _bad("click", '[] or ["left" | "right" | "middle"]', 1, raw, "is not a mouse button")
+    return button  # type: ignore[return-value]
+
+
+def _prepare_press(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> str:
+    key = args[0].strip()
+    if not key:
+        raise _bad("press", '[key] such as ["Enter"] or ["Control+A"]', 1, raw, "is empty")
+    return key
+
+
+def _prepare_percent(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> float:
+    text = args[0].strip().removesuffix("%").strip()
+    try:
+        percent = float(text)
+    except ValueError:
+        raise _bad("scroll_to", '["50%"] (0% to 100% of the scroll range)', 1, raw, "is not a percentage") from None
+    if not 0 <= percent <= 100:
+        raise _bad("scroll_to", '["50%"] (0% to 100% of the scroll range)', 1, raw, "is outside 0%..100%")
+    return percent
+
+
+def _prepare_offsets(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> tuple[float, float]:
+    offsets: list[float] = []
+    for position, text in enumerate(args, start=1):
+        try:
+            offsets.append(float(text.strip().removesuffix("px")))
+        except ValueError:
+            raise _bad("scroll_by", "[dx, dy] in pixels, e.g. [\"0\", \"400\"]", position, raw, "is not a number") from None
+    return offsets[0], offsets[1]
+
+
+def _prepare_drag(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> str:
+    target = args[0].strip()
+    form = '[target] where target is a snapshot element id like "0-42" or a selector'
+    if not target:
+        raise _bad("drag_and_drop", form, 1, raw, "is empty")
+    if _ELEMENT_ID.fullmatch(target):
+        if xpath_map is None:
+            raise _bad(
+                "drag_and_drop", form, 1, raw, "is a snapshot element id but no xpath_map was given to resolve it"
+            )
+        if target not in xpath_map:
+            raise ElementNotFoundError(
+                f"drag_and_drop target {raw[0]!r} is not an element id of the snapshot (its xpath_map has "
+                f"{len(xpath_map)} ids); observe again.",
+                method="drag_and_drop",
+            )
+        return xpath_map[target]
+    return target
+
+
+def _prepare_files(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> list[str]:
+    for position, path in enumerate(args, start=1):
+        if not os.path.isfile(path):
+            raise _bad("set_input_files", "[path, ...] of existing files", position, raw, "is not an existing file")
+    return list(args)
+
+
+# --- run functions ----------------------------------------------------------------------
+
+
+async def _click(call: MethodCall, button: MouseButton) -> None:
+    await call.element.click(button=button, timeout=call.timeout_ms)
+
+
+async def _double_click(call: MethodCall, _: None) -> None:
+    await call.element.dblclick(timeout=call.timeout_ms)
+
+
+async def _hover(call: MethodCall, _: None) -> None:
+    await call.element.hover(timeout=call.timeout_ms)
+
+
+async def _fill(call: MethodCall, text: str) -> None:
+    await call.element.fill(text, timeout=call.timeout_ms)  # fill() clears first
+
+
+async def _type(call: MethodCall, text: str) -> None:
+    # ElementHandle.type focuses the element and sends one key event per character
+    # (Locator.press_sequentially is the same thing for locators).
+    await call.element.type(text, timeout=call.timeout_ms)
+
+
+async def _press(call: MethodCall, key: str) -> None:
+    # Focuses the target, then presses the key or chord on the focused element.
+    await call.element.press(key, timeout=call.timeout_ms)
+
+
+_OPTIONS_JS = """el => {
+  if (!(el instanceof HTMLSelectElement)) return {tag: el.localName, options: null};
+  return {tag: "select", multiple: el.multiple,
+          options: Array.from(el.options).map(o => ({label: o.label, value: o.value, disabled: o.disabled}))};
+}"""
+
+
+async def _select_option(call: MethodCall, wanted: str) -> None:
+    info = await call.element.evaluate(_OPTIONS_JS)
+    options = info.get("options")
+    if options is None:
+        raise ActionFailedError(
+            f"select_option needs a native <select>, but {call.selector} is a <{info.get('tag')}>. "
+            "For custom dropdowns, click the control and then click the option.",
+            selector=call.selector,
+            method="select_option",
+        )
+
+    def norm(text: str) -> str:
+        return " ".join(text.split()).casefold()
+
+    # Label first (what a person reads), then value, then a forgiving label match.
+    index = next((i for i, o in enumerate(options) if o["label"] == wanted), None)
+    if index is None:
+        index = next((i for i, o in enumerate(options) if o["value"] == wanted), None)
+    if index is None:
+        index = next((i for i, o in enumerate(options) if norm(o["label"]) == norm(wanted)), None)
+    if index is None:
+        labels = ", ".join(repr(o["label"]) for o in options) or "none"
+        raise ActionFailedError(
+            f"select_option on {call.selector}: no option has the requested label or value. "
+            f"Available option labels: {labels}.",
+            selector=call.selector,
+            method="select_option",
+        )
+    await call.element.select_option(index=index, timeout=call.timeout_ms)
+
+
+async def _check(call: MethodCall, _: None) -> None:
+    await call.element.check(timeout=call.timeout_ms)
+
+
+async def _uncheck(call: MethodCall, _: None) -> None:
+    await call.element.uncheck(timeout=call.timeout_ms)
+
+
+async def _scroll_into_view(call: MethodCall, _: None) -> None:
+    await call.element.scroll_into_view_if_needed(timeout=call.timeout_ms)
+
+
+async def _scroll(call: MethodCall, arg: dict[str, Any]) -> None:
+    await call.element.evaluate(load_js("_scroll.js"), arg)
+
+
+async def _scroll_to(call: MethodCall, percent: float) -> None:
+    await _scroll(call, {"op": "to", "percent": percent})
+
+
+async def _scroll_by(call: MethodCall, offsets: tuple[float, float]) -> None:
+    await _scroll(call, {"op": "by", "dx": offsets[0], "dy": offsets[1]})
+
+
+async def _next_chunk(call: MethodCall, _: None) -> None:
+    await _scroll(call, {"op": "chunk", "direction": 1})
+
+
+async def _prev_chunk(call: MethodCall, _: None) -> None:
+    await _scroll(call, {"op": "chunk", "direction": -1})
+
+
+async def _drag_and_drop(call: MethodCall, target_selector: str) -> None:
+    target = await call.resolve(target_selector)
+    try:
+        # The same sequence Playwright's own drag_to uses; Chromium turns it into HTML5
+        # drag events for draggable elements, and plain mouse events reach the others.
+        await call.element.hover(timeout=call.timeout_ms)
+        await call.page.mouse.down()
+        await target.hover(timeout=call.timeout_ms)
+        box = await target.bounding_box()
+        if box is not None:  # a second move inside the target for pages that wait for two
+            await call.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=2)
+        await call.page.mouse.up()
+    finally:
+        await target.dispose()
+
+
+async def _set_input_files(call: MethodCall, paths: list[str]) -> None:
+    await call.element.set_input_files(paths, timeout=call.timeout_ms)
+
+
+def _spec(
+    name: str,
+    form: str,
+    run: Callable[[MethodCall, Any], Awaitable[None]],
+    *,
+    args: tuple[int, int | None] = (0, 0),
+    prepare: Callable[[list[str], list[str], Mapping[str, str] | None], Any] = _no_params,
+) -> tuple[str, MethodSpec]:
+    return name, MethodSpec(name=name, min_args=args[0], max_args=args[1], form=form, prepare=prepare, run=run)
+
+
+#: The registry, keyed by method name.
+METHODS: Mapping[str, MethodSpec] = dict(
+    [
+        _spec("click", '[] or ["left" | "right" | "middle"]', _click, args=(0, 1), prepare=_prepare_click),
+        _spec("double_click", "[] (no arguments)", _double_click),
+        _spec("hover", "[] (no arguments)", _hover),
+        _spec("fill", "[text] (the field is cleared first)", _fill, args=(1, 1), prepare=_first),
+        _spec("type", "[text] (typed key by key)", _type, args=(1, 1), prepare=_first),
+        _spec("press", '[key] such as ["Enter"] or ["Control+A"]', _press, args=(1, 1), prepare=_prepare_press),
+        _spec("select_option", "[label_or_value] of a native <select>", _select_option, args=(1, 1), prepare=_first),
+        _spec("check", "[] (no arguments)", _check),
+        _spec("uncheck", "[] (no arguments)", _uncheck),
+        _spec("scroll_into_view", "[] (no arguments)", _scroll_into_view),
+        _spec("scroll_to", '["50%"] (0% to 100% of the scroll range)', _scroll_to, args=(1, 1), prepare=_prepare_percent),
+        _spec("scroll_by", '[dx, dy] in pixels, e.g. ["0", "400"]', _scroll_by, args=(2, 2), prepare=_prepare_offsets),
+        _spec("next_chunk", "[] (no arguments)", _next_chunk),
+        _spec("prev_chunk", "[] (no arguments)", _prev_chunk),
+        _spec(
+            "drag_and_drop",
+            '[target] where target is a snapshot element id like "0-42" or a selector',
+            _drag_and_drop,
+            args=(1, 1),
+            prepare=_prepare_drag,
+        ),
+        _spec("set_input_files", "[path, ...] of existing files", _set_input_files, args=(1, None), prepare=_all),
+    ]
+)

@@ -1,0 +1,318 @@
+"""Selector resolution: one selector string -> exactly one ElementHandle, across frames and shadow roots.
+
+Three selector forms are accepted:
+
+- the **canonical xpath** the snapshot emits (``xpath=/html[1]/body[1]/div[2]/text()[1]``):
+  every step is ``localname[n]`` (1-based among element siblings with that local name) or
+  ``text()[n]``. Two hops make one path reach anywhere on the page:
+
+  * after an ``iframe[n]`` / ``frame[n]`` step, the following steps continue in that frame's
+    document (same-origin, nested, and out-of-process cross-site frames alike: we ask
+    Playwright for the iframe's ``content_frame()`` and go on there);
+  * ``//`` right after an element step enters that element's shadow root (open, or closed
+    and recorded by :func:`install_page_helpers`).
+
+  A ``text()[n]`` step resolves to the text node's parent element (you cannot click a text
+  node). The walk is done by ``_resolver.js``, one evaluation per frame.
+- any **other xpath** (``xpath=//button[@id='x']`` or a bare string starting with ``/``):
+  evaluated with ``document.evaluate`` in the main frame, without hops;
+- any **Playwright selector** (``css=...``, ``text=...``, ``role=...``, a bare CSS selector).
+
+Every form must match exactly one element: none raises :class:`ElementNotFoundError`
+(after polling until ``timeout``, since elements often appear a moment later), more than one
+raises :class:`AmbiguousSelectorError` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from playwright.async_api import ElementHandle, Frame, Page
+from playwright.async_api import Error as PlaywrightError
+
+from .._errors import AmbiguousSelectorError, ElementNotFoundError, InvalidArgumentError, PageClosedError
+from ._js import load_js
+from ._translate import is_closed_error, is_transient_error
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "CanonicalStep",
+    "install_page_helpers",
+    "parse_canonical_xpath",
+    "resolve_element",
+]
+
+logger = logging.getLogger("stagehand_py.actions")
+
+#: Seconds an action (resolution included) may take unless the caller says otherwise.
+DEFAULT_TIMEOUT = 10.0
+_POLL_INTERVAL = 0.1
+
+# The key both JS files use; a test checks they agree with this constant.
+SHADOW_STORE_KEY = "__stagehand_py_closed_shadow_roots_v1__"
+
+_STEP = r"(?:text\(\)|[A-Za-z_][\w.\-]*)\[[1-9]\d*\]"
+_CANONICAL = re.compile(rf"(?:/{{1,2}}{_STEP})+")
+_STEP_SPLIT = re.compile(rf"(/{{1,2}})({_STEP})")
+_FRAME_TAGS = frozenset({"iframe", "frame"})
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalStep:
+    """One step of a canonical xpath."""
+
+    #: Lowercased local name, or ``"text()"``.
+    name: str
+    #: 1-based index among siblings of the same kind.
+    index: int
+    #: True when the step is looked up inside the previous element's shadow root (``//``).
+    shadow: bool
+    #: The step as written, for error messages (``"button[2]"``).
+    raw: str
+
+    @property
+    def is_text(self) -> bool:
+        return self.name == "text()"
+
+    @property
+    def is_frame(self) -> bool:
+        return self.name in _FRAME_TAGS
+
+
+def parse_canonical_xpath(path: str) -> list[CanonicalStep] | None:
+    """Split a canonical xpath into steps, or return None when ``path`` is not canonical.
+
+    Canonical means: starts with a single ``/``; every step is ``name[n]`` or ``text()[n]``;
+    ``//`` only right after an element step (a shadow hop); ``text()`` only as the last step.
+    Anything else (predicates, axes, unindexed steps) is an ordinary xpath.
+    """
+    if not path.startswith("/") or path.startswith("//") or not _CANONICAL.fullmatch(path):
+        return None
+    steps: list[CanonicalStep] = []
+    for sep, raw in _STEP_SPLIT.findall(path):
+        name, _, index = raw[:-1].partition("[")
+        step = CanonicalStep(name=name.lower(), index=int(index), shadow=sep == "//", raw=raw)
+        if steps and steps[-1].is_text:
+            return None  # nothing can follow a text node
+        steps.append(step)
+    return steps
+
+
+Parsed: TypeAlias = (
+    tuple[Literal["canonical"], list[CanonicalStep]] | tuple[Literal["xpath"], str] | tuple[Literal["playwright"], str]
+)
+
+
+def _parse_selector(selector: str) -> Parsed:
+    if not isinstance(selector, str) or not selector.strip():
+        raise InvalidArgumentError(
+            f"selector must be a non-empty string such as 'xpath=/html[1]/body[1]/button[1]' or 'css=#id'; got {selector!r}"
+        )
+    text = selector.strip()
+    if text.startswith("xpath="):
+        path = text[len("xpath=") :].strip()
+    elif text.startswith("/") or text.startswith("(/"):
+        path = text
+    else:
+        return ("playwright", text)
+    steps = parse_canonical_xpath(path)
+    if steps is not None:
+        return ("canonical", steps)
+    return ("xpath", path)
+
+
+def _path_of(steps: list[CanonicalStep]) -> str:
+    return "".join(("//" if step.shadow else "/") + step.raw for step in steps) or "/"
+
+
+class _Miss:
+    """Why one resolution attempt found nothing; raised as ElementNotFoundError at the deadline."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _closed_root_advice(frame_has_recorder: bool) -> str:
+    advice = (
+        "Closed shadow roots are only visible when they were attached after the page helpers "
+        "were installed: create the Stagehand (or call install_page_helpers(page)) before "
+        "navigating to the page."
+    )
+    if not frame_has_recorder:
+        advice += " The closed-root recorder is not installed in this frame."
+    return advice
+
+
+def _describe_failure(selector: str, steps: list[CanonicalStep], offset: int, failure: dict[str, Any]) -> str:
+    """Turn the resolver's failure object into 'step 4 'button[2]' matched nothing under ...'."""
+    local = int(failure.get("step", len(steps) - offset - 1))
+    number = offset + local + 1
+    step = steps[offset + local]
+    under = _path_of(steps[: offset + local])
+    kind = failure.get("failure")
+    head = f"{selector!s}: step {number} '{step.raw}'"
+    if kind == "no-shadow-root":
+        return (
+            f"{head} enters the shadow root of {under}, but that element has no open shadow root "
+            f"and no recorded closed one. {_closed_root_advice(bool(failure.get('recorder')))}"
+        )
+    if kind == "missing":
+        available = int(failure.get("available", 0))
+        if step.is_text:
+            noun = "text node" if available == 1 else "text nodes"
+        else:
+            noun = f"<{step.name}> child" if available == 1 else f"<{step.name}> children"
+        where = f"{under} (inside its shadow root)" if step.shadow else under
+        there = f"it has {available or 'no'} {noun}"
+        return f"{head} matched nothing under {where} ({there}). The page changed since the snapshot: observe again."
+    return f"{head} did not resolve to an element ({kind})."
+
+
+async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalStep]) -> ElementHandle | _Miss:
+    """Walk the steps, one evaluation per frame; hop into frames through Playwright."""
+    script = load_js("_resolver.js")
+    offset = 0
+    while True:
+        # The segment for this frame ends after the first frame step that has steps after it.
+        end = len(steps)
+        for i in range(offset, len(steps) - 1):
+            if steps[i].is_frame and not steps[i + 1].shadow:
+                end = i + 1
+                break
+        segment = steps[offset:end]
+        payload = {
+            "mode": "canonical",
+            "steps": [{"name": s.name, "index": s.index, "text": s.is_text, "shadow": s.shadow} for s in segment],
+        }
+        handle = await frame.evaluate_handle(script, payload)
+        element = handle.as_element()
+        if element is None:
+            failure = await handle.json_value()
+            await handle.dispose()
+            return _Miss(_describe_failure(selector, steps, offset, failure))
+        if end == len(steps):
+            return element
+        child = await element.content_frame()
+        await element.dispose()
+        if child is None:
+            step = steps[end - 1]
+            return _Miss(
+                f"{selector}: step {end} '{step.raw}' is not a frame with a document (yet) under "
+                f"{_path_of(steps[: end - 1])}."
+            )
+        frame = child
+        offset = end
+
+
+async def _resolve_xpath(frame: Frame, selector: str, path: str) -> ElementHandle | _Miss:
+    handle = await frame.evaluate_handle(load_js("_resolver.js"), {"mode": "xpath", "xpath": path})
+    element = handle.as_element()
+    if element is not None:
+        return element
+    failure = await handle.json_value()
+    await handle.dispose()
+    kind = failure.get("failure")
+    if kind == "invalid":
+        raise InvalidArgumentError(f"{selector!s} is not a valid xpath: {failure.get('message')}")
+    if kind == "many":
+        raise AmbiguousSelectorError(
+            f"{selector!s} matches {failure.get('count')} elements; an action needs exactly one. "
+            "Make the xpath more specific (e.g. wrap it as (...)[1]) or observe again.",
+            selector=selector,
+        )
+    if kind == "not-element":
+        return _Miss(f"{selector!s} matched a node that is not inside an element.")
+    return _Miss(f"{selector!s} matched nothing in the main frame (ordinary xpaths do not enter iframes or shadow roots).")
+
+
+async def _resolve_playwright(frame: Frame, selector: str) -> ElementHandle | _Miss:
+    locator = frame.locator(selector)
+    count = await locator.count()
+    if count > 1:
+        raise AmbiguousSelectorError(
+            f"{selector!s} matches {count} elements; an action needs exactly one. Make the selector "
+            "more specific or observe again.",
+            selector=selector,
+        )
+    if count == 0:
+        return _Miss(f"{selector!s} matched nothing.")
+    handle = await locator.element_handle(timeout=1000)
+    return handle
+
+
+async def resolve_element(page: Page, selector: str, *, timeout: float = DEFAULT_TIMEOUT) -> ElementHandle:
+    """Return the one element ``selector`` names, polling for up to ``timeout`` seconds.
+
+    Raises :class:`ElementNotFoundError` (with the failing step for canonical paths) when
+    nothing matched by the deadline, :class:`AmbiguousSelectorError` when several elements
+    match, :class:`InvalidArgumentError` for a malformed selector, and
+    :class:`PageClosedError` when the page is gone. The caller owns the returned handle
+    (dispose it when done).
+    """
+    parsed = _parse_selector(selector)
+    deadline = time.monotonic() + max(0.0, timeout)
+    while True:
+        if page.is_closed():
+            raise PageClosedError(f"cannot resolve {selector!s}: the page is closed.")
+        try:
+            if parsed[0] == "canonical":
+                outcome = await _resolve_canonical(page.main_frame, selector, parsed[1])
+            elif parsed[0] == "xpath":
+                outcome = await _resolve_xpath(page.main_frame, selector, parsed[1])
+            else:
+                outcome = await _resolve_playwright(page.main_frame, parsed[1])
+        except PlaywrightError as exc:
+            if is_closed_error(exc) or page.is_closed():
+                raise PageClosedError(f"cannot resolve {selector!s}: the page or browser was closed.") from exc
+            if is_transient_error(exc):
+                outcome = _Miss(f"{selector!s}: the document changed while resolving ({str(exc).splitlines()[0]}).")
+            elif parsed[0] == "playwright" and "selector" in str(exc).lower():
+                raise InvalidArgumentError(f"{selector!s} is not a valid selector: {str(exc).splitlines()[0]}") from exc
+            else:
+                raise ElementNotFoundError(
+                    f"{selector!s} could not be resolved: {str(exc).splitlines()[0]}", selector=selector
+                ) from exc
+        if isinstance(outcome, ElementHandle):
+            return outcome
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            logger.debug("selector %s not found after %.1f s", selector, timeout)
+            raise ElementNotFoundError(outcome.message, selector=selector)
+        await asyncio.sleep(min(_POLL_INTERVAL, remaining))
+
+
+async def install_page_helpers(page: Page) -> None:
+    """Make closed shadow roots reachable by the resolver, in this page and its future documents.
+
+    Adds ``_shadow_init.js`` as an init script of the page's *context* (so it runs before any
+    page script in every new document and frame, out-of-process iframes included) and
+    evaluates it once in every frame that exists now.
+
+    Limitation: a closed shadow root attached *before* this ran (in an already loaded
+    document) or created declaratively (``<template shadowrootmode="closed">``) cannot be
+    recorded; paths into it fail with a message that says to create the Stagehand before
+    navigating. Idempotent: a marker in the page stops a second install, and the script
+    itself never patches a document twice.
+    """
+    script = load_js("_shadow_init.js")
+    try:
+        installed = await page.main_frame.evaluate(f"Object.prototype.hasOwnProperty.call(globalThis, {SHADOW_STORE_KEY!r})")
+    except PlaywrightError as exc:
+        if is_closed_error(exc) or page.is_closed():
+            raise PageClosedError("cannot install the page helpers: the page is closed.") from exc
+        installed = False
+    if installed:
+        return
+    await page.context.add_init_script(script=script)
+    for frame in page.frames:
+        try:
+            await frame.evaluate(script)
+        except PlaywrightError as exc:  # a frame that detached meanwhile needs nothing
+            logger.debug("page helpers not evaluated in frame %s: %s", frame.url, str(exc).splitlines()[0])

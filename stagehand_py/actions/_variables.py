@@ -1,0 +1,127 @@
+"""``%name%`` placeholders in action arguments, filled from the caller's variables at execution time.
+
+The model only ever sees placeholder names (and optional descriptions); the values go
+straight from the caller to the browser. Hence the rules here:
+
+- exactly ``%name%`` with ``name`` matching ``[A-Za-z_][A-Za-z0-9_]*`` is a placeholder; the
+  substitution is one regex pass, so ``%user%`` never touches ``%username%`` and a value that
+  itself contains ``%x%`` is not substituted again;
+- one output argument per input argument (no cartesian products);
+- a placeholder without a variable raises :class:`UnknownVariableError` naming the missing
+  and available *names*, before anything reaches the browser (typing a literal
+  ``%password%`` into a field is never what the caller wanted);
+- no value ever appears in an exception message, a log record or a repr.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from .._errors import InvalidArgumentError, UnknownVariableError
+from .._types import VariableValue
+
+__all__ = [
+    "PLACEHOLDER",
+    "placeholder_descriptions",
+    "placeholders_in",
+    "secret_values",
+    "substitute",
+]
+
+#: A placeholder: ``%name%``; group 1 is the name.
+PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _value_of(name: str, spec: object) -> str:
+    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
+    if isinstance(spec, Mapping):
+        if "value" not in spec:
+            raise InvalidArgumentError(
+                f"variable {name!r} is a mapping without a 'value' key; pass "
+                f"{{'value': ..., 'description': ...}} or the plain value."
+            )
+        spec = spec["value"]
+    if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
+        raise InvalidArgumentError(
+            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
+            f"got a {type(spec).__name__}."
+        )
+    return str(spec)
+
+
+def _check_names(variables: Mapping[str, object]) -> None:
+    for name in variables:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidArgumentError(
+                f"variable name {name!r} cannot be used as a placeholder; names must match "
+                "[A-Za-z_][A-Za-z0-9_]* so that %name% can refer to them."
+            )
+
+
+def placeholders_in(arguments: Sequence[object]) -> list[str]:
+    """The placeholder names used in ``arguments``, in order of first use, without repeats."""
+    seen: dict[str, None] = {}
+    for argument in arguments:
+        if isinstance(argument, str):
+            for match in PLACEHOLDER.finditer(argument):
+                seen.setdefault(match.group(1))
+    return list(seen)
+
+
+def substitute(arguments: Sequence[str | int | float], variables: Mapping[str, VariableValue] | None) -> list[str]:
+    """Return ``arguments`` with every ``%name%`` replaced by its variable's value.
+
+    Numbers in ``arguments`` become strings. Raises :class:`UnknownVariableError` when a
+    placeholder has no variable (even when ``variables`` is empty or None) and
+    :class:`InvalidArgumentError` for an argument that is not a string or number, or a
+    variable that is malformed.
+    """
+    variables = variables or {}
+    _check_names(variables)
+    texts: list[str] = []
+    for position, argument in enumerate(arguments, start=1):
+        if isinstance(argument, bool) or not isinstance(argument, (str, int, float)):
+            raise InvalidArgumentError(
+                f"argument {position} must be a string (or a number); got a {type(argument).__name__}."
+            )
+        texts.append(str(argument))
+    used = placeholders_in(texts)
+    missing = [name for name in used if name not in variables]
+    if missing:
+        available = sorted(variables)
+        listed = ", ".join(f"%{name}%" for name in missing)
+        raise UnknownVariableError(
+            f"the action uses {listed} but no variable of that name was given "
+            f"(available: {', '.join(available) if available else 'none'}). "
+            "Pass variables={'name': value} with every placeholder the action uses.",
+            missing=missing,
+            available=available,
+        )
+    values = {name: _value_of(name, variables[name]) for name in used}
+    return [PLACEHOLDER.sub(lambda m: values[m.group(1)], text) for text in texts]
+
+
+def placeholder_descriptions(variables: Mapping[str, VariableValue] | None) -> dict[str, str]:
+    """``{name: description}`` for prompts: what the model may know about each variable.
+
+    The description is ``""`` for plain values. Values are never included.
+    """
+    variables = variables or {}
+    _check_names(variables)
+    described: dict[str, str] = {}
+    for name, spec in variables.items():
+        description = spec.get("description", "") if isinstance(spec, Mapping) else ""
+        described[name] = str(description or "")
+    return described
+
+
+def secret_values(variables: Mapping[str, VariableValue] | None) -> list[str]:
+    """Every variable's value as a string, for redaction: non-empty, unique, longest first.
+
+    Longest first so that redacting ``"abc"`` does not leave the tail of ``"abcdef"``.
+    """
+    variables = variables or {}
+    values = {_value_of(name, spec) for name, spec in variables.items()}
+    return sorted((v for v in values if v), key=lambda v: (-len(v), v))
