@@ -6,12 +6,17 @@ underscore is private and may change.
 
 from ._errors import *  # noqa: F403  (the tree is curated by _errors.__all__)
 from ._errors import __all__ as _error_names
+from ._stagehand import Stagehand
 from ._types import Action, ActionMethod, ActResult, Variables, VariableSpec
+from .snapshot import OutlineChunk, Snapshot
 
 __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "Stagehand",
+    "Snapshot",
+    "OutlineChunk",
     "Action",
     "ActionMethod",
     "ActResult",

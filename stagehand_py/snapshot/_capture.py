@@ -1,0 +1,359 @@
+"""Capturing a page over CDP: the I/O half of the snapshot engine.
+
+Per CDP target (the page, and every out-of-process iframe) we fetch the DOM tree once
+(``DOM.getDocument``, full depth, piercing shadow roots and same-process iframes) and run
+``_walker.js`` once per document in that tree. All of those calls run concurrently. The walker
+answers role, name, visibility and state for every element from inside the page, where it is
+cheap; only when the browser does not expose Chrome's computed accessibility info (a browser we
+did not launch) do we fall back to ``Accessibility.getFullAXTree``, which is several times slower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
+from .._logging import logger
+from ..browser._cdp import CDPSession, PageTargets
+from ._model import Snapshot
+from ._outline import VISIBLE, ElementInfo, build_outline
+
+__all__ = ["FrameOrdinals", "capture_snapshot"]
+
+_GROUP = "stagehand-snapshot"
+_ELEMENT, _DOCUMENT, _FRAGMENT = 1, 9, 11
+_FRAME_TAGS = ("iframe", "frame")
+#: Depth per request once a full-depth DOM.getDocument has been refused for being too deep.
+_PARTIAL_DEPTH = 200
+#: AX-ignored reasons that mean "not on screen / not for assistive tech" (fallback path only).
+_HIDDEN_AX_REASONS = frozenset({"notRendered", "ariaHiddenElement", "ariaHiddenSubtree", "inertElement", "inertSubtree"})
+
+
+@cache
+def _walker_source() -> str:
+    source = resources.files(__package__).joinpath("_walker.js").read_text(encoding="utf-8")
+    # The walker takes the closed roots as one array; CDP passes call arguments one by one.
+    return "function (...roots) { return (" + source.strip() + ").call(this, roots); }"
+
+
+_XPATH_OF_JS = """function () {
+  const step = (n) => {
+    if (n.nodeType === 3) {
+      let k = 0;
+      for (let s = n.parentNode.firstChild; s; s = s.nextSibling) {
+        if (s.nodeType === 3 && s.nodeValue.trim()) k++;
+        if (s === n) break;
+      }
+      return 'text()[normalize-space()][' + k + ']';
+    }
+    let k = 0;
+    for (let s = n.parentNode.firstElementChild; s; s = s.nextElementSibling) {
+      if (s.localName === n.localName) k++;
+      if (s === n) break;
+    }
+    const html = n.namespaceURI === 'http://www.w3.org/1999/xhtml';
+    return html ? n.localName + '[' + k + ']' : "*[local-name()='" + n.localName + "'][" + k + ']';
+  };
+  let path = '';
+  let n = this;
+  while (n && n.nodeType !== 9) {
+    const parent = n.parentNode;
+    if (!parent) break;
+    path = '/' + step(n) + path;
+    if (parent.nodeType === 11) { path = '/' + path; n = parent.host; } else { n = parent; }
+  }
+  return [path, this.baseURI || ''];
+}"""
+
+_LOCATE_JS = """(sel, kind) => {
+  if (kind === 'css') return document.querySelector(sel);
+  const r = document.evaluate(sel, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+  return r.snapshotLength ? r.snapshotItem(0) : null;
+}"""
+
+
+class FrameOrdinals:
+    """Stable small numbers for frames: the main frame is 0, each new frame the next number.
+
+    Kept for the lifetime of a page so an element's id never changes between snapshots.
+    """
+
+    def __init__(self) -> None:
+        self._ordinals: dict[str, int] = {}
+
+    def __call__(self, frame_id: str) -> int:
+        ordinal = self._ordinals.get(frame_id)
+        if ordinal is None:
+            ordinal = self._ordinals[frame_id] = len(self._ordinals) + 1
+        return ordinal
+
+
+@dataclass
+class _TargetWork:
+    """Everything captured from one CDP target."""
+
+    session: CDPSession
+    root: dict[str, Any]
+    info: dict[int, ElementInfo] = field(default_factory=dict)
+
+
+def _is_too_deep(exc: CDPError) -> bool:
+    text = str(exc).lower()
+    return "stack limit" in text or "cbor" in text or "too deep" in text
+
+
+async def _get_tree(session: CDPSession, *, backend_node_id: int | None = None, object_id: str | None = None) -> dict[str, Any]:
+    """The full DOM tree of the target's document (or of one node), however deep it is."""
+    params: dict[str, Any] = {"depth": -1, "pierce": True}
+    try:
+        if backend_node_id is None and object_id is None:
+            return (await session.send("DOM.getDocument", params))["root"]  # type: ignore[no-any-return]
+        if object_id is not None:
+            params["objectId"] = object_id
+        else:
+            params["backendNodeId"] = backend_node_id
+        return (await session.send("DOM.describeNode", params))["node"]  # type: ignore[no-any-return]
+    except CDPError as exc:
+        if not _is_too_deep(exc):
+            raise
+        logger.debug("DOM too deep for one CDP message (%s); fetching it in slices of %d levels", exc, _PARTIAL_DEPTH)
+    params["depth"] = _PARTIAL_DEPTH
+    if backend_node_id is None and object_id is None:
+        root = (await session.send("DOM.getDocument", params))["root"]
+    else:
+        root = (await session.send("DOM.describeNode", params))["node"]
+    await _fill_in(session, root)
+    return root  # type: ignore[no-any-return]
+
+
+async def _fill_in(session: CDPSession, root: dict[str, Any]) -> None:
+    """Fetch the subtrees cut off at the depth limit, slice by slice, until none is left."""
+    while True:
+        cut: list[dict[str, Any]] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            children = node.get("children")
+            if children is None and node.get("childNodeCount", 0) > 0 and node.get("nodeType") in (_ELEMENT, _FRAGMENT, _DOCUMENT):
+                cut.append(node)
+            stack.extend(children or ())
+            stack.extend(node.get("shadowRoots", ()))
+            if "contentDocument" in node:
+                stack.append(node["contentDocument"])
+        if not cut:
+            return
+        parts = await asyncio.gather(
+            *(session.send("DOM.describeNode", {"backendNodeId": n["backendNodeId"], "depth": _PARTIAL_DEPTH, "pierce": True}) for n in cut)
+        )
+        for node, part in zip(cut, parts, strict=True):
+            full = part["node"]
+            node["children"] = full.get("children", [])
+            for key in ("shadowRoots", "contentDocument"):
+                if key in full:
+                    node[key] = full[key]
+
+
+def _documents_and_frames(root: dict[str, Any]) -> tuple[list[tuple[dict[str, Any], str | None, list[int]]], list[dict[str, Any]]]:
+    """Split one target's tree into walker roots and out-of-process iframe owners.
+
+    Returns ``[(root node, frame id or None, closed shadow root backend ids)]`` for each
+    document (and the scoped root element) in this target, and the iframe elements whose
+    document lives in another target.
+    """
+    documents: list[tuple[dict[str, Any], str | None, list[int]]] = []
+    remote_frames: list[dict[str, Any]] = []
+    pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
+    while pending:
+        doc, frame_id = pending.pop()
+        closed: list[int] = []
+        stack = [doc]
+        while stack:
+            node = stack.pop()
+            for shadow in node.get("shadowRoots", ()):
+                if shadow.get("shadowRootType") == "closed":
+                    closed.append(shadow["backendNodeId"])
+                if shadow.get("shadowRootType") != "user-agent":
+                    stack.append(shadow)
+            stack.extend(node.get("children", ()))
+            if node.get("localName") in _FRAME_TAGS:
+                content = node.get("contentDocument")
+                if content is not None:
+                    pending.append((content, node.get("frameId")))
+                elif node.get("frameId"):
+                    remote_frames.append(node)
+        documents.append((doc, frame_id, closed))
+    return documents, remote_frames
+
+
+def _walk_order(root: dict[str, Any]) -> list[dict[str, Any]]:
+    """Elements of one document in the walker's order: element, shadow children, light children."""
+    out: list[dict[str, Any]] = []
+    stack = [root] if root.get("nodeType") == _ELEMENT else list(reversed(root.get("children", ())))
+    while stack:
+        node = stack.pop()
+        if node.get("nodeType") != _ELEMENT:
+            continue
+        out.append(node)
+        light = node.get("children", ())
+        shadow_children: list[dict[str, Any]] = []
+        for shadow in node.get("shadowRoots", ()):
+            if shadow.get("shadowRootType") != "user-agent":
+                shadow_children.extend(shadow.get("children", ()))
+        stack.extend(reversed(light))
+        stack.extend(reversed(shadow_children))
+    return out
+
+
+async def _walk_document(
+    session: CDPSession, doc: dict[str, Any], frame_id: str | None, closed: list[int], info: dict[int, ElementInfo]
+) -> None:
+    """Run the walker on one document (or scoped element) and merge what it says into ``info``."""
+    resolved = await asyncio.gather(
+        session.send("DOM.resolveNode", {"backendNodeId": doc["backendNodeId"], "objectGroup": _GROUP}),
+        *(session.send("DOM.resolveNode", {"backendNodeId": b, "objectGroup": _GROUP}) for b in closed),
+    )
+    target = resolved[0]["object"]["objectId"]
+    arguments = [{"objectId": r["object"]["objectId"]} for r in resolved[1:]]
+    reply = await session.send(
+        "Runtime.callFunctionOn",
+        {"functionDeclaration": _walker_source(), "objectId": target, "arguments": arguments, "returnByValue": True},
+    )
+    if "exceptionDetails" in reply:
+        raise SnapshotError(f"The snapshot walker failed in the page: {reply['exceptionDetails'].get('text', '')} "
+                            f"{reply['exceptionDetails'].get('exception', {}).get('description', '')}")
+    flat: list[Any] = reply["result"].get("value") or []
+    elements = _walk_order(doc)
+    aligned = len(flat) == 5 * len(elements) and all(
+        flat[5 * i] == (el.get("localName") or el.get("nodeName", "").lower()) for i, el in enumerate(elements)
+    )
+    needs_ax = not aligned or any(flat[5 * i + 2] is None and flat[5 * i + 1] & VISIBLE for i in range(len(elements)))
+    if aligned:
+        for i, el in enumerate(elements):
+            base = 5 * i
+            info[el["backendNodeId"]] = (flat[base + 1], flat[base + 2], flat[base + 3], flat[base + 4])
+    else:
+        # The page changed between the two reads (or something we did not foresee): trust
+        # Chrome's accessibility tree for this document rather than guess.
+        logger.debug("walker and DOM tree disagree (%d vs %d elements); using the AX tree", len(flat) // 5, len(elements))
+    if needs_ax:
+        await _merge_ax_tree(session, frame_id, info, keep_visibility=aligned)
+
+
+async def _merge_ax_tree(session: CDPSession, frame_id: str | None, info: dict[int, ElementInfo], *, keep_visibility: bool) -> None:
+    params = {"frameId": frame_id} if frame_id else {}
+    try:
+        nodes = (await session.send("Accessibility.getFullAXTree", params))["nodes"]
+    except CDPError as exc:
+        logger.debug("Accessibility.getFullAXTree failed for frame %s: %s", frame_id, exc)
+        return
+    for node in nodes:
+        backend = node.get("backendDOMNodeId")
+        if backend is None:
+            continue
+        role = (node.get("role") or {}).get("value", "")
+        name = (node.get("name") or {}).get("value", "")
+        if keep_visibility and backend in info:
+            bits, _, _, value = info[backend]
+            info[backend] = (bits, "none" if node.get("ignored") else role, name, value)
+            continue
+        hidden = node.get("ignored") and any(r.get("name") in _HIDDEN_AX_REASONS for r in node.get("ignoredReasons", ()))
+        info[backend] = (0 if hidden else VISIBLE, "none" if node.get("ignored") else role, name, None)
+
+
+async def _capture_target(
+    targets: PageTargets,
+    session: CDPSession,
+    root: dict[str, Any],
+    remote_sessions: dict[str, CDPSession],
+    info: dict[int, ElementInfo],
+) -> None:
+    """Walk every document of one target and, concurrently, capture its out-of-process frames."""
+    documents, remote_frames = _documents_and_frames(root)
+
+    async def remote(owner: dict[str, Any]) -> None:
+        child_session = remote_sessions.get(owner["frameId"])
+        if child_session is None:
+            return  # a frame still loading, or gone: it shows as an empty iframe line
+        try:
+            child_root = await _get_tree(child_session)
+        except PageClosedError:
+            return  # navigated away or detached meanwhile
+        owner["contentDocument"] = child_root
+        await _capture_target(targets, child_session, child_root, remote_sessions, info)
+
+    await asyncio.gather(
+        *(_walk_document(session, doc, frame_id, closed, info) for doc, frame_id, closed in documents),
+        *(remote(owner) for owner in remote_frames),
+    )
+
+
+async def capture_snapshot(targets: PageTargets, ordinals: FrameOrdinals, *, selector: str | None = None) -> Snapshot:
+    """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`."""
+    started = time.perf_counter()
+    main = targets.main
+    info: dict[int, ElementInfo] = {}
+    try:
+        if selector is None:
+            root, remote_sessions = await asyncio.gather(_get_tree(main), targets.oopif_sessions())
+            root_xpath, base_url = "", root.get("baseURL") or root.get("documentURL") or ""
+        else:
+            object_id = await _locate(main, selector)
+            (root, (root_xpath, base_url)), remote_sessions = await asyncio.gather(
+                _scoped_tree(main, object_id), targets.oopif_sessions()
+            )
+        await _capture_target(targets, main, root, remote_sessions, info)
+    finally:
+        await _release(main)
+    result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
+    url = targets.page.url if targets.page is not None else ""
+    logger.debug("snapshot of %s: %d elements, %d chars in %.0f ms", url, len(info), len(result.tree), (time.perf_counter() - started) * 1000)
+    return Snapshot(result.tree, result.xpath_map, result.url_map, url)
+
+
+async def _scoped_tree(session: CDPSession, object_id: str) -> tuple[dict[str, Any], tuple[str, str]]:
+    tree, where = await asyncio.gather(
+        _get_tree(session, object_id=object_id),
+        session.send("Runtime.callFunctionOn", {"functionDeclaration": _XPATH_OF_JS, "objectId": object_id, "returnByValue": True}),
+    )
+    path, base = where["result"]["value"]
+    return tree, (path, base)
+
+
+async def _locate(session: CDPSession, selector: str) -> str:
+    """Resolve ``selector`` (XPath or CSS) in the main frame to a remote object id."""
+    raw = selector.strip()
+    if not raw:
+        raise InvalidArgumentError("selector is empty; pass an XPath ('xpath=/html/body/main' or '//main') or a CSS selector ('css=main' or 'main').")
+    if raw.startswith("xpath="):
+        kind, expr = "xpath", raw[len("xpath="):]
+    elif raw.startswith("css="):
+        kind, expr = "css", raw[len("css="):]
+    elif raw.startswith(("/", "(")):
+        kind, expr = "xpath", raw
+    else:
+        kind, expr = "css", raw
+    reply = await session.send(
+        "Runtime.evaluate",
+        {"expression": f"({_LOCATE_JS})({json.dumps(expr)}, {json.dumps(kind)})", "objectGroup": _GROUP},
+    )
+    if "exceptionDetails" in reply:
+        detail = reply["exceptionDetails"].get("exception", {}).get("description") or reply["exceptionDetails"].get("text", "")
+        raise InvalidArgumentError(f"selector {selector!r} is not a valid {kind.upper()} expression: {detail}")
+    result = reply["result"]
+    if result.get("subtype") == "null" or "objectId" not in result:
+        raise ElementNotFoundError(f"selector {selector!r} matches no element in the main frame, so there is nothing to snapshot.", selector=selector)
+    object_id: str = result["objectId"]
+    return object_id
+
+
+async def _release(session: CDPSession) -> None:
+    try:
+        await session.send("Runtime.releaseObjectGroup", {"objectGroup": _GROUP})
+    except (CDPError, PageClosedError):
+        pass  # the page is gone, and its objects with it

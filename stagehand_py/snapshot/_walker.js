@@ -1,0 +1,86 @@
+// In-page half of the snapshot: called with `this` = a Document or an Element, and the
+// closed shadow roots CDP found under it (page script cannot reach those by itself).
+//
+// Returns a flat array, STRIDE values per element, for every element in this order: the
+// element, its shadow root's children, then its light children (iframes are not entered: each
+// document gets its own call). The Python side walks the CDP DOM tree in the same order and
+// checks tag names, so both halves line up without any marker in the page.
+//
+// Per element: localName, bits, role, name, value.
+// role/name come from Chrome's own accessibility computation (Element.computedRole/Name,
+// enabled by --enable-blink-features=ComputedAccessibilityInfo); null when the browser does not
+// expose it, and the Python side then asks Accessibility.getFullAXTree instead.
+function (closedRoots) {
+  const VISIBLE = 1, CHECKED = 2, MIXED = 4, SELECTED = 8, DISABLED = 16, EXPANDED = 32,
+        COLLAPSED = 64, SCROLLABLE = 128, FILLED = 256, REQUIRED = 512, FOCUSED = 1024;
+  const closed = new Map();
+  for (const root of closedRoots || []) if (root && root.host) closed.set(root.host, root);
+  const computed = 'computedRole' in Element.prototype;
+  const out = [];
+  const active = (this.ownerDocument || this).activeElement;
+  const scrollingElement = (this.ownerDocument || this).scrollingElement;
+  const TEXT_INPUT = /^(text|email|search|url|tel|number|date|datetime-local|month|week|time|color|range)$/;
+  const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'meta', 'link', 'title', 'base']);
+
+  const visit = (el, hidden) => {
+    const tag = el.localName;
+    let bits = 0, role = null, name = null, value = null;
+    if (el.getAttribute('aria-hidden') === 'true' || el.inert) hidden = true;
+    if (!hidden && !SKIP.has(tag)) {
+      let shown = el.checkVisibility({ visibilityProperty: true });
+      if (!shown) {
+        // No box of its own, but its children render: <option> inside a closed <select>,
+        // display:contents wrappers.
+        if (tag === 'option' || tag === 'optgroup') shown = !!el.closest('select');
+        else if (getComputedStyle(el).display === 'contents') shown = true;
+      }
+      if (shown) {
+        bits |= VISIBLE;
+        if (computed) { role = el.computedRole || ''; name = el.computedName || ''; }
+        const aria = (a) => el.getAttribute(a);
+        if (el.checked === true || aria('aria-checked') === 'true' || aria('aria-pressed') === 'true') bits |= CHECKED;
+        if (el.indeterminate === true || aria('aria-checked') === 'mixed') bits |= MIXED;
+        if ((tag === 'option' && el.selected) || aria('aria-selected') === 'true') bits |= SELECTED;
+        if (el.disabled === true || aria('aria-disabled') === 'true') bits |= DISABLED;
+        const expanded = aria('aria-expanded');
+        if (expanded === 'true' || (tag === 'details' && el.open)) bits |= EXPANDED;
+        else if (expanded === 'false') bits |= COLLAPSED;
+        if (el.required === true || aria('aria-required') === 'true') bits |= REQUIRED;
+        if (el === active && el !== (el.ownerDocument && el.ownerDocument.body)) bits |= FOCUSED;
+        if (tag === 'input') {
+          const type = (el.type || 'text').toLowerCase();
+          // A password's value never leaves the page: only the fact that it is filled.
+          if (type === 'password') { if (el.value) bits |= FILLED; }
+          else if (TEXT_INPUT.test(type) && el.value) value = el.value;
+        } else if (tag === 'textarea') {
+          if (el.value) value = el.value;
+        } else if (tag === 'select') {
+          const labels = Array.from(el.selectedOptions || [], (o) => o.label || o.text);
+          if (labels.length) value = labels.join(', ');
+        }
+        if (el.scrollHeight > el.clientHeight + 1 || el.scrollWidth > el.clientWidth + 1) {
+          if (el === scrollingElement) {
+            if (el.scrollHeight > el.clientHeight + 1) bits |= SCROLLABLE;
+          } else if (el.clientHeight > 0 || el.clientWidth > 0) {
+            const style = getComputedStyle(el);
+            const scrolls = (v) => v === 'auto' || v === 'scroll' || v === 'overlay';
+            if ((scrolls(style.overflowY) && el.scrollHeight > el.clientHeight + 1) ||
+                (scrolls(style.overflowX) && el.scrollWidth > el.clientWidth + 1)) bits |= SCROLLABLE;
+          }
+        }
+      }
+    }
+    if (value !== null && value.length > 300) value = value.slice(0, 300) + '…';
+    out.push(tag, bits, role, name, value);
+    const shadow = el.shadowRoot || closed.get(el);
+    if (shadow) for (let c = shadow.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
+  };
+
+  if (this.nodeType === 9) {
+    for (let c = this.firstElementChild; c; c = c.nextElementSibling) visit(c, false);
+  } else {
+    visit(this, !!(this.closest && this.closest('[aria-hidden="true"]')));
+  }
+  return out;
+}
