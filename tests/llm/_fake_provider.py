@@ -1,0 +1,146 @@
+"""A scriptable HTTP server on 127.0.0.1 that speaks just enough of the OpenAI chat
+completions and Anthropic messages wire formats for the real SDKs to talk to it.
+
+Each test queues the answers it wants (status, JSON body, headers, delay, raw bytes) and
+then reads back the exact requests the SDK sent.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    raw: bytes | None = None
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeProvider:
+    """``with FakeProvider() as fake: fake.reply(...); fake.url``; binds 127.0.0.1 only."""
+
+    def __init__(self) -> None:
+        self.replies: queue.Queue[Reply] = queue.Queue()
+        self.seen: list[Seen] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                raw = self.rfile.read(length)
+                try:
+                    body: Any = json.loads(raw)
+                except json.JSONDecodeError:
+                    body = raw.decode("utf-8", errors="replace")
+                owner.seen.append(Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                try:
+                    reply = owner.replies.get_nowait()
+                except queue.Empty:
+                    reply = Reply(status=599, body={"error": {"message": "fake server: no reply queued"}})
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", reply.headers.pop("content-type", "application/json"))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and went away
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-provider", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def reply(self, body: Any = None, *, status: int = 200, headers: dict[str, str] | None = None,
+              delay: float = 0.0, raw: bytes | None = None) -> None:
+        self.replies.put(Reply(status=status, body=body, headers=dict(headers or {}), delay=delay, raw=raw))
+
+    def reset(self) -> None:
+        self.seen.clear()
+        while not self.replies.empty():
+            self.replies.get_nowait()
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+# --- wire-format answers -------------------------------------------------------------------
+
+
+def chat_completion(content: str | None = None, *, tool_call: tuple[str, str] | None = None, refusal: str | None = None,
+                    prompt_tokens: int = 11, completion_tokens: int = 7, cached: int = 0, reasoning: int = 0,
+                    finish_reason: str = "stop", model: str = "gpt-4.1-mini") -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    if tool_call is not None:
+        name, arguments = tool_call
+        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}]
+        finish_reason = "tool_calls"
+    return {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        },
+    }
+
+
+def anthropic_message(*, text: str | None = None, tool_use: tuple[str, dict[str, Any]] | None = None,
+                      stop_reason: str = "end_turn", input_tokens: int = 20, output_tokens: int = 5,
+                      cache_read: int = 0, cache_write: int = 0, model: str = "claude-sonnet-4-5") -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    if tool_use is not None:
+        name, arguments = tool_use
+        content.append({"type": "tool_use", "id": "toolu_1", "name": name, "input": arguments})
+        stop_reason = "tool_use"
+    return {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
+        "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write},
+    }
+
+
+def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind}}
