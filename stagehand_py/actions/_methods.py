@@ -137,10 +137,6 @@ def _first(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None)
     return args[0]
 
 
-def _all(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> list[str]:
-    return list(args)
-
-
 def _prepare_click(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> MouseButton:
     if not args:
         return "left"
@@ -224,9 +220,19 @@ async def _fill(call: MethodCall, text: str) -> None:
     await call.element.fill(text, timeout=call.timeout_ms)  # fill() clears first
 
 
+_CARET_TO_END_JS = """el => {
+  el.focus();
+  try { if (typeof el.value === "string" && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length); }
+  catch (e) { /* email/number inputs have no selection API: the caret stays where it is */ }
+}"""
+
+
 async def _type(call: MethodCall, text: str) -> None:
-    # ElementHandle.type focuses the element and sends one key event per character
-    # (Locator.press_sequentially is the same thing for locators).
+    # Typing appends, like a person who clicks into a field and types: Playwright's type()
+    # puts the caret at the *start* of a field it has to focus, so focus it ourselves with the
+    # caret at the end first. Then one key event per character (Locator.press_sequentially
+    # is the same thing for locators).
+    await call.element.evaluate(_CARET_TO_END_JS)
     await call.element.type(text, timeout=call.timeout_ms)
 
 
@@ -360,6 +366,6 @@ METHODS: Mapping[str, MethodSpec] = dict(
             args=(1, 1),
             prepare=_prepare_drag,
         ),
-        _spec("set_input_files", "[path, ...] of existing files", _set_input_files, args=(1, None), prepare=_all),
+        _spec("set_input_files", "[path, ...] of existing files", _set_input_files, args=(1, None), prepare=_prepare_files),
     ]
 )
