@@ -31,9 +31,7 @@ from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks
 from ._inference_log import InferenceLog
 from ._messages import AssistantMessage, ImagePart, Message, UserMessage, coerce_messages, message_text
 from ._profiles import OutputMode, Profile, default_profile
-from ._providers._anthropic import AnthropicModel
-from ._providers._common import env_var_for
-from ._providers._openai import OpenAIChatModel
+from ._providers._common import HTTPProviderModel, env_var_for
 from ._redact import Redactor
 from ._request import LanguageModel, LLMRequest, ModelResponse
 from ._retry import RetryPolicy, call_with_retries
@@ -79,7 +77,7 @@ def resolve_model(
     output_mode: OutputMode | None,
     http_client: httpx2.AsyncClient | None,
     env: dict[str, str] | None = None,
-) -> OpenAIChatModel | AnthropicModel:
+) -> HTTPProviderModel:
     """Turn ``"provider/model"`` plus options into a provider adapter.
 
     Keys are read here, once per client, from the argument or the provider's usual env var;
@@ -105,7 +103,13 @@ def resolve_model(
                 "for a local OpenAI-compatible server pass base_url= (e.g. 'http://localhost:11434/v1')."
             )
         key = "not-needed"  # local servers ignore it, the SDKs insist on one
-    cls = OpenAIChatModel if provider == "openai" else AnthropicModel
+    # Imported here: each SDK takes a second or more to import, and a user of one provider
+    # (or of a test double) should not pay for the other.
+    cls: type[HTTPProviderModel]
+    if provider == "openai":
+        from ._providers._openai import OpenAIChatModel as cls
+    else:
+        from ._providers._anthropic import AnthropicModel as cls
     return cls(name, api_key=key, base_url=base_url, timeout=timeout, profile=chosen, http_client=http_client)
 
 
