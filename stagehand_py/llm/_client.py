@@ -178,6 +178,21 @@ class LLMClient:
     def __repr__(self) -> str:
         return f"LLMClient({self._model_label!r})"
 
+    async def aclose(self) -> None:
+        """Close the provider's HTTP connections (model objects without ``aclose`` are left alone).
+
+        ``async with LLMClient(...) as client:`` does this on exit.
+        """
+        close = getattr(self._model, "aclose", None)
+        if callable(close):
+            await close()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     @property
     def model(self) -> LanguageModel:
         """The model object requests go to (a provider adapter for model strings)."""

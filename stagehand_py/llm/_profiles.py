@@ -29,6 +29,8 @@ class Profile(BaseModel):
     #: default: strict mode rejects ordinary schemas (optional fields, open objects), and the
     #: client validates every answer anyway.
     strict_schema: bool = False
+    #: When False, a request with images fails before it is sent (instead of the server
+    #: rejecting it, or silently ignoring the images).
     supports_images: bool = True
     #: Upper bound for the answer; Anthropic requires one on every request.
     max_output_tokens: int = Field(default=4096, gt=0)
@@ -46,7 +48,7 @@ def default_profile(provider: str, model_name: str, *, base_url: str | None) -> 
     if provider == "anthropic":
         return Profile(output_mode="tools")
     if base_url is not None:
-        return Profile(output_mode="prompted", supports_images=False)
+        return Profile(output_mode="prompted")
     name = model_name.lower()
     if name.startswith(("gpt-3.5", "gpt-4-", "gpt-4")) and not name.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5")):
         return Profile(output_mode="tools")

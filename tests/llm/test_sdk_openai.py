@@ -240,3 +240,25 @@ async def test_prompted_mode_without_a_system_message_adds_one(fake: FakeProvide
     # a top-level array schema is wrapped on the wire; a bare array answer is accepted
     result = await c.generate("n?", output={"type": "array", "items": {"type": "integer"}})
     assert result.output == [1, 2]
+
+
+async def test_tool_turns_encode_and_images_refused_when_the_profile_says_so(fake: FakeProvider) -> None:
+    from stagehand_py import InvalidArgumentError
+    from stagehand_py.llm import AssistantMessage, Profile, ToolCallPart, ToolMessage, ToolResultPart
+
+    fake.reply(chat_completion("ok"))
+    async with client(fake, "json_schema") as c:
+        await c.generate([
+            UserMessage("go"),
+            AssistantMessage([TextPart(text="clicking"), ToolCallPart(id="c1", name="click", arguments={"id": "0-4"})]),
+            ToolMessage([ToolResultPart(tool_call_id="c1", content="done")]),
+        ])
+    msgs = fake.seen[0].body["messages"]
+    assert msgs[1] == {"role": "assistant", "content": "clicking", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "click", "arguments": '{"id": "0-4"}'}}]}
+    assert msgs[2] == {"role": "tool", "tool_call_id": "c1", "content": "done"}
+
+    blind = LLMClient("openai/text-only", base_url=f"{fake.url}/v1", profile=Profile(output_mode="prompted", supports_images=False))
+    with pytest.raises(InvalidArgumentError, match="supports_images"):
+        await blind.generate([UserMessage([ImagePart(data=b"x")])])
+    assert len(fake.seen) == 1

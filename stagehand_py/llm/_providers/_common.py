@@ -13,6 +13,7 @@ import httpx2
 
 from ..._errors import (
     AuthenticationError,
+    InvalidArgumentError,
     StagehandError,
     BadRequestError,
     ProviderConnectionError,
@@ -21,6 +22,7 @@ from ..._errors import (
     ServerError,
 )
 from .._hooks import active_transport
+from .._messages import ImagePart
 from .._profiles import Profile
 from .._request import LLMRequest, ModelResponse
 
@@ -170,7 +172,21 @@ class HTTPProviderModel:
             self._clients[key] = client
         return client
 
+    async def aclose(self) -> None:
+        """Close the SDK clients (and their connection pools) this adapter made."""
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            await client.close()
+
     async def request(self, request: LLMRequest) -> ModelResponse:
+        if not self.profile.supports_images and any(
+            isinstance(p, ImagePart) for m in request.messages for p in m.content
+        ):
+            raise InvalidArgumentError(
+                f"{self.provider} model {self.model_name!r} is configured without image support "
+                "(profile.supports_images=False) but the request has images: drop them, or pass "
+                "profile=Profile(..., supports_images=True) if the model can see."
+            )
         params = self.build_params(request)
         try:
             raw = await self._create(params)
