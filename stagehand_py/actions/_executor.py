@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
 
-from .._errors import InvalidArgumentError, PageClosedError
+from .._errors import ActionError, InvalidArgumentError, PageClosedError, StagehandError
 from .._types import Action, VariableValue
 from ._methods import MethodCall, check_arity
 from ._resolve import DEFAULT_TIMEOUT, resolve_element
@@ -90,9 +90,20 @@ async def execute_action(
     element = await resolve_element(page, selector, timeout=max(0.0, deadline - time.monotonic()))
 
     async def resolve_other(target: str) -> ElementHandle:
-        return await resolve_element(page, target, timeout=max(0.0, deadline - time.monotonic()))
+        # A drag target may come from a variable: keep its value out of the not-found message.
+        try:
+            return await resolve_element(page, target, timeout=max(0.0, deadline - time.monotonic()))
+        except StagehandError as exc:
+            if not any(secret in str(exc) for secret in secrets):
+                raise
+            message = redact(str(exc), secrets)
+            redacted = (
+                type(exc)(message, selector=None, method=spec.name) if isinstance(exc, ActionError) else type(exc)(message)
+            )
+        raise redacted from None
 
     call = MethodCall(page=page, element=element, selector=selector, timeout_ms=_remaining_ms(deadline), resolve=resolve_other)
+    failure: tuple[BaseException, BaseException] | None = None
     try:
         await spec.run(call, params)
     except PlaywrightError as exc:
@@ -105,12 +116,16 @@ async def execute_action(
             secrets=secrets,
         )
         if page.is_closed() and not isinstance(error, PageClosedError):
-            error = PageClosedError(f"{spec.name} on {selector} failed because the page was closed ({redact(str(error), secrets)}).")
-        logger.debug("%s on %s failed: %s", spec.name, selector, error)
-        raise error from safe_cause(exc, secrets)
+            error = PageClosedError(f"{spec.name} on {selector} failed because the page was closed ({error}).")
+        # Raised below, outside this block, so that __context__ does not keep Playwright's
+        # original exception: its call log quotes the typed value ('fill("...")').
+        failure = (error, safe_cause(exc, secrets))
     finally:
         try:
             await element.dispose()
         except PlaywrightError:
             pass  # the page navigated or closed: nothing left to release
+    if failure is not None:
+        logger.debug("%s on %s failed: %s", spec.name, selector, failure[0])
+        raise failure[0] from failure[1]
     logger.debug("%s on %s done", spec.name, selector)

@@ -283,7 +283,6 @@ async def resolve_element(page: Page, selector: str, *, timeout: float = DEFAULT
             return outcome
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            logger.debug("selector %s not found after %.1f s", selector, timeout)
             raise ElementNotFoundError(outcome.message, selector=selector)
         await asyncio.sleep(min(_POLL_INTERVAL, remaining))
 

@@ -70,7 +70,7 @@ def placeholders_in(arguments: Sequence[object]) -> list[str]:
     return list(seen)
 
 
-def substitute(arguments: Sequence[str | int | float], variables: Mapping[str, VariableValue] | None) -> list[str]:
+def substitute(arguments: Sequence[object], variables: Mapping[str, VariableValue] | None) -> list[str]:
     """Return ``arguments`` with every ``%name%`` replaced by its variable's value.
 
     Numbers in ``arguments`` become strings. Raises :class:`UnknownVariableError` when a

@@ -18,11 +18,11 @@ from stagehand_py import (
 from stagehand_py.actions import (
     KNOWN_METHODS,
     METHODS,
+    _resolve,
     execute_action,
     normalize_method,
     parse_canonical_xpath,
 )
-from stagehand_py.actions import _resolve
 
 
 class _NoBrowser:

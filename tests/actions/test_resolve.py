@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stagehand_py import AmbiguousSelectorError, ElementNotFoundError, InvalidArgumentError
+from stagehand_py import Action, AmbiguousSelectorError, ElementNotFoundError, InvalidArgumentError
 from stagehand_py.actions import execute_action, install_page_helpers, resolve_element
-from stagehand_py import Action
 
 INNER = "/html[1]/body[1]/iframe[1]/html[1]/body[1]/iframe[1]/html[1]/body[1]"
 
