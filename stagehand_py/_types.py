@@ -18,14 +18,23 @@ __all__ = [
 #: Every method an :class:`Action` can name. ``arguments`` per method:
 #:
 #: - ``click``: optional ``["left" | "right" | "middle"]``; ``double_click``, ``hover``: none
-#: - ``fill``: ``[text]`` (clears first); ``type``: ``[text]`` (key by key)
-#: - ``press``: ``[key]``, e.g. ``"Enter"`` or a chord ``"Control+A"``
-#: - ``select_option``: ``[label_or_value]`` on a native ``<select>``
+#: - ``fill``: ``[text]`` (clears first); ``type``: ``[text]`` (key by key, appended after the
+#:   current content)
+#: - ``press``: ``[key]``, e.g. ``"Enter"`` or a chord ``"Control+A"``, on the target after
+#:   focusing it
+#: - ``select_option``: ``[label_or_value]`` on a native ``<select>`` (the label is tried
+#:   first, then the value)
 #: - ``check`` / ``uncheck``: none
-#: - ``scroll_into_view``: none; ``scroll_to``: ``["50%"]`` of the element's scroll range;
-#:   ``scroll_by``: ``[dx, dy]`` pixels; ``next_chunk`` / ``prev_chunk``: none (one viewport)
-#: - ``drag_and_drop``: ``[target_element_id]`` (an id from the snapshot, e.g. ``"0-42"``)
+#: - ``scroll_into_view``: none; ``scroll_to``: ``["50%"]`` of the scroll range;
+#:   ``scroll_by``: ``[dx, dy]`` pixels; ``next_chunk`` / ``prev_chunk``: none (one client
+#:   height). These scroll the target if it can scroll, else its nearest scrollable
+#:   ancestor; ``<html>`` / ``<body>`` (or no scrollable ancestor) scroll the page
+#: - ``drag_and_drop``: ``[target]``, an element id from the snapshot (e.g. ``"0-42"``) or a
+#:   selector
 #: - ``set_input_files``: one or more file paths
+#:
+#: Methods without arguments ignore empty strings (``[""]``); anything else that does not fit
+#: these forms raises :class:`~stagehand_py.InvalidArgumentError` before the browser is touched.
 ActionMethod: TypeAlias = Literal[
     "click",
     "double_click",
