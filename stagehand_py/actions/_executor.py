@@ -87,7 +87,11 @@ async def execute_action(
     if page.is_closed():
         raise PageClosedError(f"cannot {spec.name} {selector}: the page is closed.")
 
-    element = await resolve_element(page, selector, timeout=max(0.0, deadline - time.monotonic()))
+    try:
+        element = await resolve_element(page, selector, timeout=max(0.0, deadline - time.monotonic()))
+    except ActionError as exc:
+        exc.method = exc.method or spec.name  # the resolver does not know what it resolved for
+        raise
 
     async def resolve_other(target: str) -> ElementHandle:
         # A drag target may come from a variable: keep its value out of the not-found message.

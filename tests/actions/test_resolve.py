@@ -131,8 +131,9 @@ async def test_not_found_names_the_failing_step(page) -> None:
         "(it has 1 <button> child)"
     )
     assert info.value.selector == "xpath=/html[1]/body[1]/div[1]/button[2]"
-    with pytest.raises(ElementNotFoundError, match=r"step 3 'iframe\[1\]' matched nothing"):
-        await resolve_element(page, f"{INNER}/button[1]", timeout=0.1)
+    with pytest.raises(ElementNotFoundError, match=r"step 3 'iframe\[1\]' matched nothing") as info:
+        await execute_action(page, Action(selector=f"{INNER}/button[1]", method="hover"), timeout=0.1)
+    assert info.value.method == "hover" and info.value.selector == f"{INNER}/button[1]"
 
 
 async def test_polls_for_elements_that_appear_soon(page) -> None:
@@ -157,3 +158,17 @@ async def test_ordinary_xpath_and_playwright_selectors(page) -> None:
         await resolve_element(page, "css=#nope", timeout=0.2)
     with pytest.raises(InvalidArgumentError):
         await resolve_element(page, "  ", timeout=0.2)
+
+
+async def test_keys_and_scrolling_inside_a_cross_site_frame(page, server, cross_server) -> None:
+    await page.goto(server.url("cross_site.html"))
+    child = await _frame_by_url(page, cross_server.origin)
+    await child.wait_for_load_state()
+    await child.evaluate("document.body.style.height = '3000px'")
+    body = "xpath=/html[1]/body[1]/iframe[1]/html[1]/body[1]"
+    await execute_action(page, Action(selector=f"{body}/input[1]", method="fill", arguments=["abc"]))
+    await execute_action(page, Action(selector=f"{body}/input[1]", method="press", arguments=["Backspace"]))
+    assert await child.input_value("#cross-input") == "ab"
+    await execute_action(page, Action(selector=body, method="nextChunk"))  # the frame's page scrolls, not ours
+    assert await child.evaluate("scrollY") == await child.evaluate("innerHeight")
+    assert await page.evaluate("scrollY") == 0
