@@ -1,0 +1,325 @@
+"""Snapshot speed and size, side by side: stagehand_py vs Playwright aria_snapshot vs TS Stagehand.
+
+    python benchmarks/snapshot_bench.py [--pages json,stdtypes,...] [--runs 5] [--skip-ts]
+
+For each page and engine: the first call's ms, the median of N warm calls, the output's
+characters and estimated tokens (chars/4). The engines run one after the other on each page,
+never at the same time, so the ratios printed at the end compare like with like.
+See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Awaitable, Callable
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(HERE / "django_site")]
+
+from playwright.async_api import async_playwright  # noqa: E402
+
+from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE, launch_chromium  # noqa: E402  (tests/_browser.py: same flags as the tests)
+from _server import StaticServer  # noqa: E402
+
+DOCS_CANDIDATES = [Path("/usr/share/doc/python3-doc/html"), *Path("/usr/share/doc").glob("python3*/html")]
+TS_VERSION = "3.7.3"
+TS_DIR = REPO / ".bench" / "ts-stagehand"
+TS_SCRIPT = HERE / "ts_snapshot.mjs"
+
+# name -> path under the Python docs, or "django" for the admin changelist.
+PAGES = {
+    "json": "library/json.html",
+    "stdtypes": "library/stdtypes.html",
+    "os": "library/os.html",
+    "genindex": "genindex-all.html",
+    "django": "django",
+}
+
+
+@dataclass
+class Result:
+    engine: str
+    first_ms: float | None = None
+    ms: list[float] = field(default_factory=list)
+    chars: int | None = None
+    error: str | None = None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.ms) if self.ms else None
+
+    @property
+    def tokens(self) -> int | None:
+        return None if self.chars is None else self.chars // 4
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    login: Callable[[object], Awaitable[None]] | None = None  # logs a Playwright page in
+
+
+# Seconds one snapshot call may take before the engine's row becomes an error (--timeout).
+CALL_TIMEOUT = 120.0
+
+
+async def time_calls(call: Callable[[], Awaitable[str]], runs: int, engine: str) -> Result:
+    """One cold call, then ``runs`` warm ones; the output's length is taken from the last."""
+    times, text = [], ""
+    for _ in range(runs + 1):
+        t0 = time.perf_counter()
+        text = await asyncio.wait_for(call(), CALL_TIMEOUT)
+        times.append((time.perf_counter() - t0) * 1000)
+    return Result(engine, times[0], times[1:], len(text))
+
+
+# --- engines ---------------------------------------------------------------------------------
+
+
+async def bench_ours(sh, target: Target, runs: int) -> Result:
+    await sh.page.goto(target.url)
+    if target.login:
+        await target.login(sh.page)
+        await sh.page.goto(target.url)
+
+    async def call() -> str:
+        return (await sh.snapshot()).tree
+
+    return await time_calls(call, runs, "ours")
+
+
+async def bench_aria(browser, target: Target, runs: int, cookies_out: list) -> Result:
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(target.url)
+        if target.login:
+            await target.login(page)
+            await page.goto(target.url)
+            cookies_out[:] = await context.cookies()  # hands the session to the TS run
+        body = page.locator("body")
+        return await time_calls(body.aria_snapshot, runs, "aria")
+    finally:
+        await context.close()
+
+
+def ensure_ts_stagehand() -> str | None:
+    """Install TS Stagehand into the gitignored scratch folder on first use; None when ready,
+    else why it cannot run."""
+    if not (shutil.which("node") and shutil.which("npm")):
+        return "node/npm not found (apt-get install -y nodejs npm)"
+    pkg = TS_DIR / "node_modules/@browserbasehq/stagehand/package.json"
+    if pkg.is_file() and json.loads(pkg.read_text())["version"] == TS_VERSION:
+        return None
+    TS_DIR.mkdir(parents=True, exist_ok=True)
+    if not (TS_DIR / "package.json").exists():
+        (TS_DIR / "package.json").write_text('{"name": "ts-stagehand-bench", "private": true}\n')
+    print(f"installing @browserbasehq/stagehand@{TS_VERSION} into {TS_DIR} ...", flush=True)
+    proc = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", f"@browserbasehq/stagehand@{TS_VERSION}"],
+        cwd=TS_DIR,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        return "npm install failed: " + proc.stderr.strip().splitlines()[-1]
+    return None
+
+
+def bench_ts(target: Target, runs: int, cookies: list) -> Result:
+    cmd = ["node", str(TS_SCRIPT), "--stagehand-dir", str(TS_DIR), "--url", target.url,
+           "--runs", str(runs), "--executable", CHROMIUM_EXECUTABLE,
+           "--chromium-args", json.dumps(CHROMIUM_ARGS)]
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as cookie_file:
+        if cookies:
+            json.dump(cookies, cookie_file)
+            cookie_file.flush()
+            cmd += ["--cookies", cookie_file.name]
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=CALL_TIMEOUT * (runs + 1) + 60
+            )
+        except subprocess.TimeoutExpired:
+            return Result("ts", error=f"no result within {CALL_TIMEOUT:.0f}s per call")
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            data = json.loads(line[len("RESULT "):])
+            if data["url"].split("?")[0] != target.url.split("?")[0]:
+                return Result("ts", error=f"ended on {data['url']} instead of {target.url}")
+            return Result("ts", data["first_ms"], data["ms"], data["chars"])
+    err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return Result("ts", error=f"exit {proc.returncode}: {err}")
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+def find_docs() -> Path | None:
+    return next((p for p in DOCS_CANDIDATES if (p / "library/json.html").is_file()), None)
+
+
+def django_login(base: str):
+    import serve  # benchmarks/django_site/serve.py
+
+    async def login(page) -> None:
+        await page.goto(base + serve.LOGIN)
+        await page.fill("#id_username", serve.USERNAME)
+        await page.fill("#id_password", serve.PASSWORD)
+        await page.click("input[type=submit]")
+        await page.wait_for_url("**/admin/")
+
+    return login
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def _num(value: float | int | None, fmt: str = "{:,.0f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _ratio(a: float | int | None, b: float | int | None) -> str:
+    return "-" if not a or not b else f"{a / b:.2f}x"
+
+
+def print_report(results: dict[str, dict[str, Result]], notes: list[str]) -> None:
+    labels = {"ours": "stagehand_py", "aria": "pw aria_snapshot", "ts": f"TS Stagehand {TS_VERSION}"}
+    head = f"{'page':<10} {'engine':<20} {'first ms':>9} {'median ms':>10} {'chars':>10} {'~tokens':>9}"
+    print("\n" + head + "\n" + "-" * len(head))
+    for page, by_engine in results.items():
+        for i, (engine, r) in enumerate(by_engine.items()):
+            name = page if i == 0 else ""
+            if r.error:
+                print(f"{name:<10} {labels[engine]:<20} {'error: ' + r.error}")
+                continue
+            print(
+                f"{name:<10} {labels[engine]:<20} {_num(r.first_ms):>9} {_num(r.median):>10} "
+                f"{_num(r.chars):>10} {_num(r.tokens):>9}"
+            )
+    head = f"{'page':<10} {'ours/TS ms':>11} {'ours/TS tok':>12} {'ours/aria ms':>13} {'ours/aria tok':>14}"
+    print("\n" + head + "\n" + "-" * len(head))
+    for page, by_engine in results.items():
+        ours, ts, aria = (by_engine.get(k) or Result(k) for k in ("ours", "ts", "aria"))
+        print(
+            f"{page:<10} {_ratio(ours.median, ts.median):>11} {_ratio(ours.chars, ts.chars):>12} "
+            f"{_ratio(ours.median, aria.median):>13} {_ratio(ours.chars, aria.chars):>14}"
+        )
+    for note in notes:
+        print("note:", note)
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
+    notes: list[str] = []
+    names = [n.strip() for n in opts.pages.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PAGES]
+    if unknown:
+        sys.exit(f"unknown page(s) {unknown}; choose from {list(PAGES)}")
+
+    Stagehand = None
+    if opts.skip_ours:
+        notes.append("stagehand_py skipped: --skip-ours given")
+    else:
+        try:
+            from stagehand_py import Stagehand
+        except ImportError as exc:
+            notes.append(f"stagehand_py skipped: `from stagehand_py import Stagehand` failed ({exc})")
+
+    ts_problem = "--skip-ts given" if opts.skip_ts else ensure_ts_stagehand()
+    if ts_problem:
+        notes.append(f"TS Stagehand skipped: {ts_problem}")
+
+    targets: list[Target] = []
+    cleanups: list[Callable[[], None]] = []
+    doc_names = [n for n in names if PAGES[n] != "django"]
+    if doc_names:
+        docs = find_docs()
+        if docs is None:
+            notes.append("Python docs missing: `apt-get install -y python3-doc`; skipped " + ", ".join(doc_names))
+        else:
+            docs_server = StaticServer(docs).start()  # 127.0.0.1 only
+            cleanups.append(docs_server.stop)
+            targets += [Target(n, docs_server.url(PAGES[n])) for n in doc_names]
+    if "django" in names:
+        try:
+            import serve
+
+            proc, base = serve.start()
+            cleanups.append(lambda: (proc.terminate(), proc.wait(10)))
+            targets.append(Target("django", base + serve.CHANGELIST, django_login(base)))
+        except ImportError as exc:
+            notes.append(f"django skipped: {exc} (`pip install -e '.[bench]'` or `pip install django`)")
+
+    results: dict[str, dict[str, Result]] = {}
+    sh = None
+    try:
+        async with async_playwright() as pw:
+            browser = await launch_chromium(pw)
+            if Stagehand is not None:
+                sh = await Stagehand.launch(headless=True)
+            for target in targets:
+                print(f"{target.name}: {target.url}", flush=True)
+                row: dict[str, Result] = {}
+                if sh is not None:
+                    row["ours"] = await _guard("ours", bench_ours(sh, target, opts.runs))
+                cookies: list = []
+                row["aria"] = await _guard("aria", bench_aria(browser, target, opts.runs, cookies))
+                if not ts_problem:
+                    row["ts"] = await asyncio.to_thread(bench_ts, target, opts.runs, cookies)
+                results[target.name] = row
+            if sh is not None:
+                await _guard("ours", asyncio.wait_for(sh.close(), 30))
+            await browser.close()
+    finally:
+        for cleanup in cleanups:
+            cleanup()
+    print_report(results, notes)
+    if opts.json:
+        Path(opts.json).write_text(
+            json.dumps({p: {e: asdict(r) for e, r in row.items()} for p, row in results.items()}, indent=1)
+        )
+    return results
+
+
+async def _guard(engine: str, coro: Awaitable[Result]) -> Result:
+    """A failing engine becomes an error row, so one broken engine does not hide the others."""
+    try:
+        return await coro
+    except asyncio.TimeoutError:
+        return Result(engine, error=f"a call took over {CALL_TIMEOUT:.0f}s (--timeout)")
+    except Exception as exc:
+        first_line = (str(exc).splitlines() or [""])[0][:120]
+        return Result(engine, error=f"{type(exc).__name__}: {first_line}")
+
+
+def main() -> None:
+    global CALL_TIMEOUT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", default=",".join(PAGES), help=f"comma list of {', '.join(PAGES)}")
+    parser.add_argument("--runs", type=int, default=5, help="warm calls per engine and page")
+    parser.add_argument("--skip-ts", action="store_true", help="do not run TS Stagehand")
+    parser.add_argument("--skip-ours", action="store_true", help="do not run stagehand_py")
+    parser.add_argument("--json", metavar="FILE", help="also write the raw timings here")
+    parser.add_argument("--timeout", type=float, default=CALL_TIMEOUT,
+                        help="seconds one snapshot call may take (default %(default)s)")
+    opts = parser.parse_args()
+    CALL_TIMEOUT = opts.timeout
+    asyncio.run(run(opts))
+
+
+if __name__ == "__main__":
+    main()
