@@ -3,8 +3,10 @@
 Three selector forms are accepted:
 
 - the **canonical xpath** the snapshot emits (``xpath=/html[1]/body[1]/div[2]/text()[1]``):
-  every step is ``localname[n]`` (1-based among element siblings with that local name) or
-  ``text()[n]``. Two hops make one path reach anywhere on the page:
+  every step is ``localname[n]`` (1-based among element siblings with that local name;
+  ``*[local-name()='localname'][n]`` is the same step, the form the snapshot uses outside
+  the HTML namespace), ``text()[n]`` or ``text()[normalize-space()][n]`` (the n-th text
+  node, resp. the n-th non-blank one). Two hops make one path reach anywhere on the page:
 
   * after an ``iframe[n]`` / ``frame[n]`` step, the following steps continue in that frame's
     document (same-origin, nested, and out-of-process cross-site frames alike: we ask
@@ -56,7 +58,12 @@ _POLL_INTERVAL = 0.1
 # The key both JS files use; a test checks they agree with this constant.
 SHADOW_STORE_KEY = "__stagehand_py_closed_shadow_roots_v1__"
 
-_STEP = r"(?:text\(\)|[A-Za-z_][\w.\-]*)\[[1-9]\d*\]"
+_NAME = r"[A-Za-z_][\w.\-]*"
+# name[n] | *[local-name()='name'][n] (how the snapshot writes SVG/MathML steps, so that the
+# path also works in document.evaluate) | text()[n] | text()[normalize-space()][n] (counts
+# only non-blank text nodes, as CDP drops whitespace-only ones).
+_STEP = rf"(?:text\(\)(?:\[normalize-space\(\)\])?|{_NAME}|\*\[local-name\(\)='{_NAME}'\])\[[1-9]\d*\]"
+_FOREIGN_STEP = re.compile(rf"\*\[local-name\(\)='({_NAME})'\]")
 _CANONICAL = re.compile(rf"(?:/{{1,2}}{_STEP})+")
 _STEP_SPLIT = re.compile(rf"(/{{1,2}})({_STEP})")
 _FRAME_TAGS = frozenset({"iframe", "frame"})
@@ -74,6 +81,8 @@ class CanonicalStep:
     shadow: bool
     #: The step as written, for error messages (``"button[2]"``).
     raw: str
+    #: For text steps: count only text nodes that are not blank (``text()[normalize-space()][n]``).
+    nonblank: bool = False
 
     @property
     def is_text(self) -> bool:
@@ -95,8 +104,12 @@ def parse_canonical_xpath(path: str) -> list[CanonicalStep] | None:
         return None
     steps: list[CanonicalStep] = []
     for sep, raw in _STEP_SPLIT.findall(path):
-        name, _, index = raw[:-1].partition("[")
-        step = CanonicalStep(name=name.lower(), index=int(index), shadow=sep == "//", raw=raw)
+        head, _, index = raw[:-1].rpartition("[")
+        foreign = _FOREIGN_STEP.fullmatch(head)
+        name = foreign.group(1) if foreign else head.partition("[")[0]
+        step = CanonicalStep(
+            name=name.lower(), index=int(index), shadow=sep == "//", raw=raw, nonblank=head.endswith("[normalize-space()]")
+        )
         if steps and steps[-1].is_text:
             return None  # nothing can follow a text node
         steps.append(step)
@@ -189,7 +202,10 @@ async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalS
         segment = steps[offset:end]
         payload = {
             "mode": "canonical",
-            "steps": [{"name": s.name, "index": s.index, "text": s.is_text, "shadow": s.shadow} for s in segment],
+            "steps": [
+                {"name": s.name, "index": s.index, "text": s.is_text, "nonblank": s.nonblank, "shadow": s.shadow}
+                for s in segment
+            ],
         }
         handle = await frame.evaluate_handle(script, payload)
         element = handle.as_element()

@@ -4,11 +4,12 @@
 // the element on success (an ElementHandle on the Python side) and a plain failure object
 // otherwise, so a successful resolution costs exactly one round trip per frame.
 //
-// arg.mode === "canonical": arg.steps is a list of {name, index, text, shadow} produced from
+// arg.mode === "canonical": arg.steps is a list of {name, index, text, nonblank, shadow} from
 // the snapshot's canonical xpath (already split at iframe hops by Python). Each step picks the
 // index-th (1-based) child element whose local name equals `name` (case-insensitive, so an
 // svg `foreignObject` matches either spelling); `text: true` picks the index-th text node and
-// yields its parent element; `shadow: true` means the step is looked up inside the previous
+// yields its parent element (`nonblank: true` counts only text nodes that are not blank);
+// `shadow: true` means the step is looked up inside the previous
 // element's shadow root (open, or closed and recorded by _shadow_init.js).
 //
 // arg.mode === "xpath": a user-written xpath, evaluated with document.evaluate as is.
@@ -55,7 +56,9 @@
     if (step.text) {
       let seen = 0;
       for (const child of parent.childNodes) {
-        if (child.nodeType === Node.TEXT_NODE || child.nodeType === Node.CDATA_SECTION_NODE) {
+        const isText = child.nodeType === Node.TEXT_NODE || child.nodeType === Node.CDATA_SECTION_NODE;
+        // text()[normalize-space()][n] counts only non-blank text nodes (same test as the snapshot).
+        if (isText && (!step.nonblank || child.nodeValue.trim())) {
           seen += 1;
           if (seen === step.index) {
             const el = toElement(child);

@@ -58,6 +58,10 @@ def test_canonical_parsing() -> None:
     assert [s.shadow for s in steps].index(True) == 6
     assert steps[2].is_frame and steps[-1].is_text
     assert parse_canonical_xpath("/svg[1]/foreignObject[1]")[1].name == "foreignobject"
+    foreign = parse_canonical_xpath("/html[1]/*[local-name()='svg'][2]/p[1]/text()[normalize-space()][4]")
+    assert [(s.name, s.index, s.nonblank) for s in foreign] == [
+        ("html", 1, False), ("svg", 2, False), ("p", 1, False), ("text()", 4, True)
+    ]
     for other in ("//button[@id='x']", "/html/body", "/html[1]/body[1]/text()[1]/b[1]", "/html[1]/body[1]/div[0]",
                   "/html[1]/body[1]/*[1]", "(//a)[1]", "html[1]"):
         assert parse_canonical_xpath(other) is None, other

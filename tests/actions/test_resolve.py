@@ -172,3 +172,17 @@ async def test_keys_and_scrolling_inside_a_cross_site_frame(page, server, cross_
     await execute_action(page, Action(selector=body, method="nextChunk"))  # the frame's page scrolls, not ours
     assert await child.evaluate("scrollY") == await child.evaluate("innerHeight")
     assert await page.evaluate("scrollY") == 0
+
+
+async def test_snapshot_step_forms_for_foreign_namespaces_and_non_blank_text(page) -> None:
+    await page.set_content(
+        "<div><svg><foreignObject width='50' height='50'><p>x</p></foreignObject></svg>"
+        "<p>  <b>a</b> second <i>i</i> third </p></div>"
+    )
+    div = "/html[1]/body[1]/div[1]"
+    assert await _text(page, f"{div}/*[local-name()='svg'][1]/*[local-name()='foreignObject'][1]/p[1]") == "x"
+    assert await _text(page, f"{div}/svg[1]/foreignObject[1]/p[1]") == "x"
+    assert await _text(page, f"{div}/p[1]/text()[3]") == "a second i third"
+    assert await _text(page, f"{div}/p[1]/text()[normalize-space()][2]") == "a second i third"
+    with pytest.raises(ElementNotFoundError, match=r"step 5 'text\(\)\[normalize-space\(\)\]\[3\]'.*it has 2 text nodes"):
+        await resolve_element(page, f"{div}/p[1]/text()[normalize-space()][3]", timeout=0)
