@@ -276,13 +276,18 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
                 row: dict[str, Result] = {}
                 if sh is not None:
                     row["ours"] = await _guard("ours", bench_ours(sh, target, opts.runs))
+                    if row["ours"].error:
+                        # A timed-out snapshot may keep its renderer busy and skew the other
+                        # engines' numbers; a fresh browser ends that work.
+                        await _close_quietly(sh)
+                        sh = await Stagehand.launch(headless=True)
                 cookies: list = []
                 row["aria"] = await _guard("aria", bench_aria(browser, target, opts.runs, cookies))
                 if not ts_problem:
                     row["ts"] = await asyncio.to_thread(bench_ts, target, opts.runs, cookies)
                 results[target.name] = row
             if sh is not None:
-                await _guard("ours", asyncio.wait_for(sh.close(), 30))
+                await _close_quietly(sh)
             await browser.close()
     finally:
         for cleanup in cleanups:
@@ -293,6 +298,13 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
             json.dumps({p: {e: asdict(r) for e, r in row.items()} for p, row in results.items()}, indent=1)
         )
     return results
+
+
+async def _close_quietly(sh) -> None:
+    try:
+        await asyncio.wait_for(sh.close(), 30)
+    except Exception:
+        pass  # a wedged browser must not cost us the report; our process exit ends it anyway
 
 
 async def _guard(engine: str, coro: Awaitable[Result]) -> Result:

@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from _server import SLOW_ITEMS, Response
+from _server import ASSETS, SLOW_ITEMS, Response
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -192,3 +192,21 @@ async def test_deep_page_breaks_full_get_document(page, context, server):
     # A bounded depth still answers, so a capture can walk the tree in pieces.
     doc = await cdp.send("DOM.getDocument", {"depth": 50, "pierce": True})
     assert doc["root"]["nodeName"] == "#document"
+
+
+ASSET_PAGES = sorted(p.relative_to(ASSETS).as_posix() for p in ASSETS.rglob("*.html"))
+
+
+@pytest.mark.parametrize("path", ASSET_PAGES)
+async def test_asset_loads_cleanly(page, server, path):
+    """Every page has a title, throws no script error and fetches nothing that fails."""
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"script error: {exc}"))
+    page.on("requestfailed", lambda req: problems.append(f"failed: {req.url}"))
+    page.on(
+        "response",
+        lambda resp: problems.append(f"{resp.status}: {resp.url}") if resp.status >= 400 else None,
+    )
+    await page.goto(server.url(path), wait_until="load")
+    assert await page.title()
+    assert problems == []
