@@ -22,7 +22,7 @@ from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, Page
 from .._logging import logger
 from ..browser._cdp import CDPSession, PageTargets
 from ._model import Snapshot
-from ._outline import VISIBLE, ElementInfo, build_outline
+from ._outline import TARGET_INFO_KEY, VISIBLE, ElementInfo, build_outline
 
 __all__ = ["FrameOrdinals", "capture_snapshot"]
 
@@ -30,7 +30,7 @@ _GROUP = "stagehand-snapshot"
 _ELEMENT, _DOCUMENT, _FRAGMENT = 1, 9, 11
 _FRAME_TAGS = ("iframe", "frame")
 #: Depth per request once a full-depth DOM.getDocument has been refused for being too deep.
-_PARTIAL_DEPTH = 200
+_PARTIAL_DEPTH = 100
 #: AX-ignored reasons that mean "not on screen / not for assistive tech" (fallback path only).
 _HIDDEN_AX_REASONS = frozenset({"notRendered", "ariaHiddenElement", "ariaHiddenSubtree", "inertElement", "inertSubtree"})
 
@@ -108,31 +108,46 @@ def _is_too_deep(exc: CDPError) -> bool:
     return "stack limit" in text or "cbor" in text or "too deep" in text
 
 
+async def _describe(session: CDPSession, depth: int, *, backend_node_id: int | None, object_id: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"depth": depth, "pierce": True}
+    if backend_node_id is None and object_id is None:
+        return (await session.send("DOM.getDocument", params))["root"]  # type: ignore[no-any-return]
+    if object_id is not None:
+        params["objectId"] = object_id
+    else:
+        params["backendNodeId"] = backend_node_id
+    return (await session.send("DOM.describeNode", params))["node"]  # type: ignore[no-any-return]
+
+
+async def _sliced(session: CDPSession, depth: int, *, backend_node_id: int | None = None, object_id: str | None = None) -> tuple[dict[str, Any], int]:
+    """One slice of at most ``depth`` levels, halving the depth while CDP refuses the message."""
+    while True:
+        try:
+            return await _describe(session, depth, backend_node_id=backend_node_id, object_id=object_id), depth
+        except CDPError as exc:
+            if not _is_too_deep(exc) or depth <= 4:
+                raise
+            depth //= 2
+
+
 async def _get_tree(session: CDPSession, *, backend_node_id: int | None = None, object_id: str | None = None) -> dict[str, Any]:
-    """The full DOM tree of the target's document (or of one node), however deep it is."""
-    params: dict[str, Any] = {"depth": -1, "pierce": True}
+    """The full DOM tree of the target's document (or of one node), however deep it is.
+
+    CDP serialises a reply through CBOR, which refuses nesting beyond roughly 145 elements
+    ("CBOR: stack limit exceeded"). Then we fetch the tree in slices and stitch them.
+    """
     try:
-        if backend_node_id is None and object_id is None:
-            return (await session.send("DOM.getDocument", params))["root"]  # type: ignore[no-any-return]
-        if object_id is not None:
-            params["objectId"] = object_id
-        else:
-            params["backendNodeId"] = backend_node_id
-        return (await session.send("DOM.describeNode", params))["node"]  # type: ignore[no-any-return]
+        return await _describe(session, -1, backend_node_id=backend_node_id, object_id=object_id)
     except CDPError as exc:
         if not _is_too_deep(exc):
             raise
-        logger.debug("DOM too deep for one CDP message (%s); fetching it in slices of %d levels", exc, _PARTIAL_DEPTH)
-    params["depth"] = _PARTIAL_DEPTH
-    if backend_node_id is None and object_id is None:
-        root = (await session.send("DOM.getDocument", params))["root"]
-    else:
-        root = (await session.send("DOM.describeNode", params))["node"]
-    await _fill_in(session, root)
-    return root  # type: ignore[no-any-return]
+        logger.debug("DOM too deep for one CDP message (%s); fetching it in slices", exc)
+    root, depth = await _sliced(session, _PARTIAL_DEPTH, backend_node_id=backend_node_id, object_id=object_id)
+    await _fill_in(session, root, depth)
+    return root
 
 
-async def _fill_in(session: CDPSession, root: dict[str, Any]) -> None:
+async def _fill_in(session: CDPSession, root: dict[str, Any], depth: int) -> None:
     """Fetch the subtrees cut off at the depth limit, slice by slice, until none is left."""
     while True:
         cut: list[dict[str, Any]] = []
@@ -148,11 +163,9 @@ async def _fill_in(session: CDPSession, root: dict[str, Any]) -> None:
                 stack.append(node["contentDocument"])
         if not cut:
             return
-        parts = await asyncio.gather(
-            *(session.send("DOM.describeNode", {"backendNodeId": n["backendNodeId"], "depth": _PARTIAL_DEPTH, "pierce": True}) for n in cut)
-        )
-        for node, part in zip(cut, parts, strict=True):
-            full = part["node"]
+        parts = await asyncio.gather(*(_sliced(session, depth, backend_node_id=n["backendNodeId"]) for n in cut))
+        for node, (full, used) in zip(cut, parts, strict=True):
+            depth = min(depth, used)
             node["children"] = full.get("children", [])
             for key in ("shadowRoots", "contentDocument"):
                 if key in full:
@@ -301,7 +314,10 @@ async def _capture_target(
         except PageClosedError:
             return  # navigated away or detached meanwhile
         owner["contentDocument"] = child_root
-        await _capture_target(targets, child_session, child_root, remote_sessions, info)
+        # Backend node ids are per renderer process: an out-of-process frame gets its own map.
+        child_info: dict[int, ElementInfo] = {}
+        child_root[TARGET_INFO_KEY] = child_info
+        await _capture_target(targets, child_session, child_root, remote_sessions, child_info)
 
     await asyncio.gather(
         *(_walk_document(session, doc, frame_id, closed, info) for doc, frame_id, closed in documents),

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-__all__ = ["ElementInfo", "OutlineResult", "build_outline", "SKIPPED_TAGS", "STRUCTURAL_ROLES"]
+__all__ = ["TARGET_INFO_KEY", "ElementInfo", "OutlineResult", "build_outline", "SKIPPED_TAGS", "STRUCTURAL_ROLES"]
 
 # Bits set by _walker.js (keep in sync).
 VISIBLE, CHECKED, MIXED, SELECTED, DISABLED, EXPANDED, COLLAPSED, SCROLLABLE, FILLED, REQUIRED, FOCUSED = (
     1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
 )
+FALLBACK_UNUSED = 2048  # a <slot> whose fallback children are not rendered
 _FLAG_NAMES: tuple[tuple[int, str], ...] = (
     (CHECKED, "[checked]"),
     (MIXED, "[mixed]"),
@@ -46,8 +47,20 @@ _FLAG_MASK = CHECKED | MIXED | SELECTED | DISABLED | EXPANDED | COLLAPSED | FILL
 
 SKIPPED_TAGS = frozenset({"head", "script", "style", "noscript", "template", "meta", "link", "title", "base"})
 STRUCTURAL_ROLES = frozenset({"", "generic", "none", "presentation", "ignored", "genericcontainer"})
+#: Roles that say nothing once empty (no name, no kept children): text-level and plain
+#: containers. Widgets, images and separators stay even when empty: their presence matters.
+_SILENT_WHEN_EMPTY = frozenset({
+    "emphasis", "strong", "code", "mark", "subscript", "superscript", "deletion", "insertion", "time",
+    "paragraph", "term", "definition", "blockquote", "caption", "label", "labeltext", "abbr", "listitem",
+    "list", "group", "section", "region", "article", "figure", "note", "contentinfo", "banner", "complementary",
+    "navigation", "main", "form", "search", "statictext", "linebreak", "inlinetextbox", "document",
+})
 _FRAME_TAGS = frozenset({"iframe", "frame"})
 _TEXT, _ELEMENT, _DOCUMENT, _FRAGMENT = 3, 1, 9, 11
+
+#: Key under which a document node from another CDP target carries that target's own info
+#: map (backend node ids are only unique within one renderer process).
+TARGET_INFO_KEY = "stagehand_info"
 
 #: (bits, role, name, value) for one element; role/name None when unknown.
 ElementInfo = tuple[int, str | None, str | None, str | None]
@@ -126,28 +139,29 @@ def build_outline(
     """
     top = _Rec("", root_xpath, "", None, True, False, "#root")
     # Explicit stack: documents can be thousands of levels deep, deeper than Python's recursion.
-    # Items: (node, xpath, parent record, ordinal, nearest ancestor name, base url).
-    stack: list[tuple[dict[str, Any], str, _Rec, int, str, str]] = []
+    # Items: (node, xpath, parent record, ordinal, nearest ancestor name, base url, info map).
+    Info = Mapping[int, ElementInfo]
+    stack: list[tuple[dict[str, Any], str, _Rec, int, str, str, Info]] = []
     order: list[_Rec] = []
 
     def push_children(
-        containers: list[tuple[list[dict[str, Any]], str]], parent: _Rec, ordinal: int, ancestor_name: str, base: str
+        containers: list[tuple[list[dict[str, Any]], str]], parent: _Rec, ordinal: int, ancestor_name: str, base: str, infos: Info
     ) -> None:
         # Pushed in reverse so they pop in document order.
         for children, prefix in reversed(containers):
             steps = _child_steps(children)
             for child, step in zip(reversed(children), reversed(steps), strict=True):
                 if step is not None:
-                    stack.append((child, f"{prefix}/{step}", parent, ordinal, ancestor_name, base))
+                    stack.append((child, f"{prefix}/{step}", parent, ordinal, ancestor_name, base, infos))
 
     if root.get("nodeType") == _DOCUMENT:
         base = root.get("baseURL") or root.get("documentURL") or base_url
-        push_children([(root.get("children", []), root_xpath)], top, root_ordinal, "", base)
+        push_children([(root.get("children", []), root_xpath)], top, root_ordinal, "", base, info)
     else:
-        stack.append((root, root_xpath, top, root_ordinal, "", base_url))
+        stack.append((root, root_xpath, top, root_ordinal, "", base_url, info))
 
     while stack:
-        node, xpath, parent, ordinal, ancestor_name, base = stack.pop()
+        node, xpath, parent, ordinal, ancestor_name, base, infos = stack.pop()
         if node.get("nodeType") == _TEXT:
             text = _normalize(node.get("nodeValue") or "")
             if not text or parent.tag in ("textarea", "select"):
@@ -162,7 +176,7 @@ def build_outline(
         tag = node.get("localName") or node.get("nodeName", "").lower()
         if tag in SKIPPED_TAGS:
             continue
-        bits, role, name, value = info.get(node["backendNodeId"], (VISIBLE, None, None, None))
+        bits, role, name, value = infos.get(node["backendNodeId"], (VISIBLE, None, None, None))
         holder = parent
         if bits & VISIBLE:
             role = role or ""
@@ -182,6 +196,8 @@ def build_outline(
             if href and not href.lstrip().lower().startswith("javascript:"):
                 url = urljoin(base, href.strip())
             keep = bool(name) or bool(value) or bool(bits & _FLAG_MASK) or tag in _FRAME_TAGS
+            if not structural and not keep and role.lower() in _SILENT_WHEN_EMPTY:
+                structural = True  # shown only if it ends up holding something
             rec = _Rec(f"{ordinal}-{node['backendNodeId']}", xpath, label, url, structural, keep, tag)
             parent.children.append(rec)
             order.append(rec)
@@ -196,19 +212,19 @@ def build_outline(
             if shadow.get("shadowRootType") != "user-agent":
                 containers.append((shadow.get("children", []), xpath + "/"))
         if node.get("children"):
-            if bits & VISIBLE:
+            if bits & VISIBLE and not bits & FALLBACK_UNUSED:
                 containers.append((node["children"], xpath))
             else:
                 # Text directly inside a hidden element is hidden too; elements may still show.
                 containers.append(([c for c in node["children"] if c.get("nodeType") == _ELEMENT], xpath))
         if containers:
-            push_children(containers, holder, ordinal, ancestor_name, base)
+            push_children(containers, holder, ordinal, ancestor_name, base, infos)
         document = node.get("contentDocument")
         if document is not None and tag in _FRAME_TAGS:
             frame_id = node.get("frameId") or document.get("frameId") or ""
             child_ordinal = frame_ordinal(frame_id)
             child_base = document.get("baseURL") or document.get("documentURL") or base
-            push_children([(document.get("children", []), xpath)], holder, child_ordinal, "", child_base)
+            push_children([(document.get("children", []), xpath)], holder, child_ordinal, "", child_base, document.get(TARGET_INFO_KEY, infos))
 
     # Bottom-up: decide which records become lines. Children come after parents in `order`,
     # so walking it backwards sees every child before its parent.

@@ -12,7 +12,8 @@
 // expose it, and the Python side then asks Accessibility.getFullAXTree instead.
 function (closedRoots) {
   const VISIBLE = 1, CHECKED = 2, MIXED = 4, SELECTED = 8, DISABLED = 16, EXPANDED = 32,
-        COLLAPSED = 64, SCROLLABLE = 128, FILLED = 256, REQUIRED = 512, FOCUSED = 1024;
+        COLLAPSED = 64, SCROLLABLE = 128, FILLED = 256, REQUIRED = 512, FOCUSED = 1024,
+        FALLBACK_UNUSED = 2048;
   const closed = new Map();
   for (const root of closedRoots || []) if (root && root.host) closed.set(root.host, root);
   const computed = 'computedRole' in Element.prototype;
@@ -71,10 +72,13 @@ function (closedRoots) {
       }
     }
     if (value !== null && value.length > 300) value = value.slice(0, 300) + '…';
+    // A <slot>'s own children are fallback content, not rendered once something is slotted.
+    let childrenHidden = hidden;
+    if (tag === 'slot' && el.assignedNodes().length) { bits |= FALLBACK_UNUSED; childrenHidden = true; }
     out.push(tag, bits, role, name, value);
     const shadow = el.shadowRoot || closed.get(el);
     if (shadow) for (let c = shadow.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
-    for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c, childrenHidden);
   };
 
   if (this.nodeType === 9) {
