@@ -62,8 +62,10 @@ _NAME = r"[A-Za-z_][\w.\-]*"
 # name[n] | *[local-name()='name'][n] (how the snapshot writes SVG/MathML steps, so that the
 # path also works in document.evaluate) | text()[n] | text()[normalize-space()][n] (counts
 # only non-blank text nodes, as CDP drops whitespace-only ones).
-_STEP = rf"(?:text\(\)(?:\[normalize-space\(\)\])?|{_NAME}|\*\[local-name\(\)='{_NAME}'\])\[[1-9]\d*\]"
-_FOREIGN_STEP = re.compile(rf"\*\[local-name\(\)='({_NAME})'\]")
+# In the local-name() form any name the HTML parser accepts may appear (``x:y``), quoted either way.
+_FOREIGN = r"\*\[local-name\(\)=(?:'[^'/]+'|\"[^\"/]+\")\]"
+_STEP = rf"(?:text\(\)(?:\[normalize-space\(\)\])?|{_NAME}|{_FOREIGN})\[[1-9]\d*\]"
+_FOREIGN_STEP = re.compile(r"\*\[local-name\(\)=(?:'([^'/]+)'|\"([^\"/]+)\")\]")
 _CANONICAL = re.compile(rf"(?:/{{1,2}}{_STEP})+")
 _STEP_SPLIT = re.compile(rf"(/{{1,2}})({_STEP})")
 _FRAME_TAGS = frozenset({"iframe", "frame"})
@@ -106,7 +108,7 @@ def parse_canonical_xpath(path: str) -> list[CanonicalStep] | None:
     for sep, raw in _STEP_SPLIT.findall(path):
         head, _, index = raw[:-1].rpartition("[")
         foreign = _FOREIGN_STEP.fullmatch(head)
-        name = foreign.group(1) if foreign else head.partition("[")[0]
+        name = (foreign.group(1) or foreign.group(2)) if foreign else head.partition("[")[0]
         step = CanonicalStep(
             name=name.lower(), index=int(index), shadow=sep == "//", raw=raw, nonblank=head.endswith("[normalize-space()]")
         )

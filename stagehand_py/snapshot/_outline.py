@@ -19,6 +19,7 @@ continues in that frame's document; ``//`` after an element step enters its shad
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,18 @@ class _Rec:
         self.children: list[_Rec] = []
 
 
+_NAME_TEST = re.compile(r"^[^\W\d][\w.\-]*$")
+
+
+def _literal(value: str) -> str:
+    """An XPath 1.0 string literal for ``value`` (which may hold either kind of quote)."""
+    if "'" not in value:
+        return f"'{value}'"
+    if '"' not in value:
+        return f'"{value}"'
+    return "concat(" + ", \"'\", ".join(f"'{part}'" for part in value.split("'")) + ")"
+
+
 def _child_steps(children: list[dict[str, Any]]) -> list[str | None]:
     """XPath step for each child in a container's child list (None for nodes without one)."""
     counts: dict[str, int] = {}
@@ -108,11 +121,13 @@ def _child_steps(children: list[dict[str, Any]]) -> list[str | None]:
             local = child.get("localName") or child.get("nodeName", "").lower()
             counts[local] = counts.get(local, 0) + 1
             # HTML elements carry an upper-case nodeName; anything else is a foreign namespace
-            # (SVG, MathML) that a plain name test would not match in an HTML document.
-            if child.get("nodeName") == local.upper():
+            # (SVG, MathML) that a plain name test would not match in an HTML document. Names
+            # the HTML parser accepts but XPath cannot spell as a name test (``x:y``) use the
+            # local-name() form too.
+            if child.get("nodeName") == local.upper() and _NAME_TEST.match(local):
                 steps.append(f"{local}[{counts[local]}]")
             else:
-                steps.append(f"*[local-name()='{local}'][{counts[local]}]")
+                steps.append(f"*[local-name()={_literal(local)}][{counts[local]}]")
         elif node_type == _TEXT and (child.get("nodeValue") or "").strip():
             text_count += 1
             steps.append(f"text()[normalize-space()][{text_count}]")

@@ -22,7 +22,9 @@ _WALK_JS = """function (steps) {
     if ((m = /^text\\(\\)\\[normalize-space\\(\\)\\]\\[(\\d+)\\]$/.exec(step))) {
       for (let c = cur.firstChild; c; c = c.nextSibling)
         if (c.nodeType === 3 && /[^ \\t\\r\\n]/.test(c.nodeValue) && ++k === +m[1]) { found = c; break; }
-    } else if ((m = /^\\*\\[local-name\\(\\)='([^']+)'\\]\\[(\\d+)\\]$/.exec(step)) || (m = /^([^\\[\\]/*]+)\\[(\\d+)\\]$/.exec(step))) {
+    } else if ((m = /^\\*\\[local-name\\(\\)='([^']+)'\\]\\[(\\d+)\\]$/.exec(step)) ||
+               (m = /^\\*\\[local-name\\(\\)="([^"]+)"\\]\\[(\\d+)\\]$/.exec(step)) ||
+               (m = /^([^\\[\\]/*]+)\\[(\\d+)\\]$/.exec(step))) {
       for (let c = cur.firstElementChild; c; c = c.nextElementSibling)
         if (c.localName === m[1] && ++k === +m[2]) { found = c; break; }
     } else { throw new Error('not a canonical step: ' + step); }
