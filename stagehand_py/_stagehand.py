@@ -2,17 +2,55 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, TypeVar, Unpack, overload
 
-from ._errors import InvalidArgumentError, PageClosedError
+from pydantic import BaseModel
+
+from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._types import Action, ActResult, Variables
+from .actions import install_page_helpers, placeholder_descriptions
 from .browser._cdp import PageTargets
+from .cache import ActionCache
+from .llm import LLMClient, Metrics
+from .operations import act as _act
+from .operations import extract as _extract
+from .operations import observe as _observe
+from .operations._common import OperationContext
 from .browser._session import BrowserSession, connect_browser, launch_browser
 from .snapshot._capture import FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
 
-__all__ = ["Stagehand"]
+__all__ = ["Stagehand", "StagehandOptions"]
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+#: Model used when ``model=`` is not given but a provider key is in the environment.
+DEFAULT_MODELS = {"OPENAI_API_KEY": "openai/gpt-4.1-mini", "ANTHROPIC_API_KEY": "anthropic/claude-sonnet-4-5"}
+
+
+class StagehandOptions(TypedDict, total=False):
+    """Keyword options of ``Stagehand(...)``, also accepted by ``launch()`` and ``connect()``."""
+
+    #: ``"provider/model"`` string, a model object (e.g. ``stagehand_py.testing.FunctionLLM``)
+    #: or an ``LLMClient``. Default: from OPENAI_API_KEY / ANTHROPIC_API_KEY when set.
+    model: Any
+    api_key: str | None
+    base_url: str | None
+    #: Folder of the action cache (act/observe results replayed with no model call).
+    cache_dir: str | os.PathLike[str] | None
+    #: Re-locate an element whose selector broke, with one model call, and retry once.
+    self_heal: bool
+    #: Maximum estimated prompt tokens of any one model call.
+    token_budget: int
+    #: Seconds to wait at most for the page to settle before reading it and after acting.
+    dom_settle_timeout: float
+    #: More ``LLMClient`` options (``max_reasks``, ``timeout``, ``usage_limits``, ``temperature``...).
+    llm_options: Mapping[str, Any] | None
 
 
 class Stagehand:
@@ -28,7 +66,20 @@ class Stagehand:
     Use it as an async context manager to close it automatically.
     """
 
-    def __init__(self, page: Any, *, _session: BrowserSession | None = None) -> None:
+    def __init__(
+        self,
+        page: Any,
+        *,
+        model: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        self_heal: bool = True,
+        token_budget: int = 16_000,
+        dom_settle_timeout: float = 5.0,
+        llm_options: Mapping[str, Any] | None = None,
+        _session: BrowserSession | None = None,
+    ) -> None:
         if page is None or not hasattr(page, "context") or not hasattr(page, "goto"):
             raise InvalidArgumentError(
                 f"Stagehand(page=...) needs an async Playwright Page, got {type(page).__name__}. "
@@ -39,6 +90,21 @@ class Stagehand:
         self._targets: PageTargets | None = None
         self._ordinals = FrameOrdinals()
         self._closed = False
+        if not isinstance(token_budget, int) or token_budget < 1000:
+            raise InvalidArgumentError(f"token_budget must be an int of at least 1000 tokens, got {token_budget!r}.")
+        if dom_settle_timeout <= 0:
+            raise InvalidArgumentError(f"dom_settle_timeout must be a positive number of seconds, got {dom_settle_timeout!r}.")
+        self._model_spec = model
+        self._llm_config = {"api_key": api_key, "base_url": base_url, **dict(llm_options or {})}
+        self._client: LLMClient | None = None
+        if model is not None:
+            self._client = self._make_client(model)  # a bad model or a missing key fails here, not mid-flow
+        self._cache = ActionCache(cache_dir) if cache_dir is not None else None
+        self._self_heal = bool(self_heal)
+        self._token_budget = token_budget
+        self._dom_settle_timeout = float(dom_settle_timeout)
+        self._helpers_installed = False
+        self._known_variables: dict[str, Any] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -50,6 +116,7 @@ class Stagehand:
         executable_path: str | None = None,
         args: Sequence[str] = (),
         viewport: dict[str, int] | None = None,
+        **options: Unpack[StagehandOptions],
     ) -> Stagehand:
         """Start a local Chromium and return a Stagehand on a fresh page in it.
 
@@ -58,13 +125,15 @@ class Stagehand:
         ``args`` are added to the flags a headless (root, container) session needs.
         """
         session = await launch_browser(headless=headless, executable_path=executable_path, args=args, viewport=viewport)
-        return cls(session.page, _session=session)
+        sh = cls(session.page, _session=session, **options)
+        await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
+        return sh
 
     @classmethod
-    async def connect(cls, cdp_url: str) -> Stagehand:
+    async def connect(cls, cdp_url: str, **options: Unpack[StagehandOptions]) -> Stagehand:
         """Attach to a running Chromium over CDP and drive its first page."""
         session = await connect_browser(cdp_url)
-        return cls(session.page, _session=session)
+        return cls(session.page, _session=session, **options)
 
     async def close(self) -> None:
         """Release what this Stagehand opened (its CDP sessions, and a browser it launched)."""
@@ -105,12 +174,176 @@ class Stagehand:
 
     # --- verbs ---------------------------------------------------------------------------
 
-    async def snapshot(self, *, selector: str | None = None) -> Snapshot:
+    async def snapshot(self, *, selector: str | None = None, confidence: bool = False) -> Snapshot:
         """Capture the page as a :class:`Snapshot`: outline, id -> XPath and id -> URL maps.
 
         ``selector`` (XPath, or CSS) limits the snapshot to that element's subtree; only that
-        subtree is fetched from the browser.
+        subtree is fetched from the browser. ``confidence=True`` also measures
+        ``Snapshot.dom_confidence`` in the page (about 5-15% more time on a large page).
         """
         self._check_open()
         targets = await self._page_targets()
-        return await capture_snapshot(targets, self._ordinals, selector=selector)
+        return await capture_snapshot(targets, self._ordinals, selector=selector, confidence=confidence)
+
+    # --- models and operations -----------------------------------------------------------
+
+    def _make_client(self, model: Any) -> LLMClient:
+        if isinstance(model, LLMClient):
+            return model
+        options = {k: v for k, v in self._llm_config.items() if v is not None}
+        return LLMClient(model, **options)
+
+    def _get_client(self) -> LLMClient:
+        if self._client is None:
+            for env_var, default in DEFAULT_MODELS.items():
+                if os.environ.get(env_var):
+                    self._client = self._make_client(default)
+                    break
+            else:
+                if self._llm_config.get("base_url"):
+                    raise ConfigurationError(
+                        "base_url is set but no model name: pass model='openai/<model name on that server>' too."
+                    )
+                raise ConfigurationError(
+                    "observe(), extract() and act(<instruction>) need a model, and none is configured. Pass "
+                    "Stagehand(..., model='openai/gpt-4.1-mini') (or any 'provider/model', or a model object such as "
+                    "stagehand_py.testing.FunctionLLM), set OPENAI_API_KEY or ANTHROPIC_API_KEY, or use a local "
+                    "OpenAI-compatible server with model='openai/<name>', base_url='http://localhost:11434/v1'. "
+                    "snapshot() and act(<Action>) work without one."
+                )
+        return self._client
+
+    def _has_model(self) -> bool:
+        return self._client is not None or any(os.environ.get(v) for v in DEFAULT_MODELS)
+
+    @property
+    def metrics(self) -> Metrics:
+        """Model usage of this Stagehand: ``.total`` and ``.by_purpose`` (observe, act, heal, extract)."""
+        return self._client.metrics if self._client is not None else Metrics()
+
+    async def _install_helpers(self) -> None:
+        if not self._helpers_installed:
+            await install_page_helpers(self._page)
+            self._helpers_installed = True
+
+    def _context(self, variables: Variables | None = None) -> OperationContext:
+        if variables:
+            placeholder_descriptions(variables)  # names checked before anything else happens
+            self._known_variables.update(variables)
+        return OperationContext(
+            page=self._page,
+            snapshot=self.snapshot,
+            get_client=self._get_client,
+            has_model=self._has_model,
+            token_budget=self._token_budget,
+            dom_settle_timeout=self._dom_settle_timeout,
+            self_heal=self._self_heal,
+            cache=self._cache,
+            known_variables=self._known_variables,
+        )
+
+    async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]]) -> T:
+        self._check_open()
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                await self._install_helpers()
+                return await operation()
+        except TimeoutError as exc:
+            if isinstance(exc, StagehandTimeoutError) or not scope.expired():
+                raise
+            raise StagehandTimeoutError(f"{what}() did not finish within timeout={timeout:g} s.") from exc
+        except PageClosedError:
+            raise
+        except Exception:
+            if self._page.is_closed():
+                raise PageClosedError(f"{what}() failed because the page was closed.") from None
+            raise
+
+    async def observe(
+        self,
+        instruction: str | None = None,
+        *,
+        variables: Variables | None = None,
+        selector: str | None = None,
+        ignore_selectors: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> list[Action]:
+        """Find elements that match ``instruction`` and the action for each, as :class:`Action`s.
+
+        Without an instruction: the page's actionable elements. ``variables`` name the
+        ``%placeholders%`` the returned arguments may use (the model never sees values).
+        ``selector`` limits the page to a subtree; ``ignore_selectors`` leave subtrees out.
+        """
+        instruction = _check_instruction("observe", instruction, required=False)
+        ctx = self._context(variables)
+        return await self._run("observe", timeout, lambda: _observe.observe(
+            ctx, instruction, variables=placeholder_descriptions(variables), selector=selector,
+            ignore_selectors=list(ignore_selectors),
+        ))
+
+    async def act(
+        self,
+        action: Action | str,
+        *,
+        variables: Variables | None = None,
+        timeout: float | None = None,
+    ) -> ActResult:
+        """Run an :class:`Action` (no model call) or plan one from an instruction and run it.
+
+        ``%name%`` placeholders in the action's arguments are filled from ``variables`` right
+        before the browser call. Raises the executor's typed errors when the action cannot
+        run (after one self-heal attempt); returns ``success=False`` when the model finds no
+        element for the instruction.
+        """
+        if isinstance(action, Action):
+            ctx = self._context(variables)
+            return await self._run("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
+        if isinstance(action, str):
+            instruction = _check_instruction("act", action, required=True)
+            ctx = self._context(variables)
+            return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}))
+        raise InvalidArgumentError(
+            f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
+        )
+
+    @overload
+    async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
+                      timeout: float | None = ...) -> M: ...
+
+    @overload
+    async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
+                      selector: str | None = ..., timeout: float | None = ...) -> Any: ...
+
+    async def extract(
+        self,
+        instruction: str | None = None,
+        schema: type[BaseModel] | dict[str, Any] | None = None,
+        *,
+        selector: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Extract data from the page.
+
+        - ``schema`` a pydantic model class: returns an instance; a JSON Schema dict: returns
+          data valid against it (any type, not only objects).
+        - ``instruction`` only: returns ``{"extraction": str}``.
+        - nothing: returns ``{"page_text": <the page outline>}`` with no model call.
+
+        URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
+        """
+        instruction = _check_instruction("extract", instruction, required=False)
+        ctx = self._context()
+        return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector))
+
+
+def _check_instruction(what: str, instruction: Any, *, required: bool) -> str | None:
+    if instruction is None and not required:
+        return None
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise InvalidArgumentError(
+            f"{what}() needs a non-empty instruction string, got {instruction!r}."
+            + ("" if required else f" Leave it out (None) to {what} without one.")
+        )
+    return instruction.strip()

@@ -1,0 +1,267 @@
+"""extract(): structured data from the page, in one model call per page part.
+
+- The caller's schema (pydantic class or JSON Schema) is sent inside a wrapper object
+  ``{"data": <schema>, "instruction_satisfied": bool}``: the data and the "am I done?" answer
+  come back together (the TS anchor spends a second call on the latter). A non-object schema
+  needs no extra wrapping: it is simply the type of ``data``.
+- URL fields (``format: uri`` / pydantic ``HttpUrl``, ``AnyUrl``) travel as element ids; the
+  answer's ids are replaced by the absolute URLs of the snapshot's url map. An id that is
+  not a link is sent back to the model (re-ask).
+- A page whose outline exceeds the chunk budget is read part by part in page order; results
+  are merged (lists concatenated without repeats, objects merged key by key, the first
+  non-empty scalar kept) and reading stops once the model says the instruction is satisfied.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ValidationError
+
+from .._errors import InvalidSchemaError, OutputValidationError
+from ..llm import SystemMessage, UserMessage
+from ..prompts.common import Fence
+from ..prompts.extract import (
+    DATA_DESCRIPTION,
+    DEFAULT_EXTRACT_INSTRUCTION,
+    EXTRACTION_DESCRIPTION,
+    SATISFIED_DESCRIPTION,
+    URL_FIELD_DESCRIPTION,
+    extract_system,
+    extract_user,
+)
+from ..snapshot import Snapshot
+from ._common import OperationContext, ask, chunk_budget, element_id, pieces
+from .observe import page_outline, settle
+
+__all__ = ["extract", "map_urls", "merge", "to_wire_schema"]
+
+logger = logging.getLogger("stagehand_py.operations")
+
+_URL_FORMATS = frozenset({"uri", "iri", "uri-reference", "iri-reference", "url"})
+_DEFAULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"extraction": {"type": "string", "description": EXTRACTION_DESCRIPTION}},
+    "required": ["extraction"],
+    "additionalProperties": False,
+}
+
+
+# --- schema handling (pure) ---------------------------------------------------------------
+
+
+def user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
+    """The JSON Schema of ``schema`` and the pydantic class when there is one; InvalidSchemaError otherwise."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema(), schema
+    if isinstance(schema, dict):
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except SchemaError as exc:
+            raise InvalidSchemaError(
+                f"extract(schema=...) is not a valid JSON Schema: {exc.message}. Pass a pydantic model class or a "
+                "JSON Schema dict such as {'type': 'object', 'properties': {'title': {'type': 'string'}}}."
+            ) from exc
+        return copy.deepcopy(schema), None
+    raise InvalidSchemaError(
+        f"extract(schema=...) must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}."
+    )
+
+
+def _is_url(node: Any) -> bool:
+    return isinstance(node, dict) and node.get("type") == "string" and node.get("format") in _URL_FORMATS
+
+
+def _to_ids(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_to_ids(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if _is_url(node):
+        return {k: v for k, v in (("title", node.get("title")),) if v} | {"type": "string", "description": URL_FIELD_DESCRIPTION}
+    return {k: (_to_ids(v) if k not in ("enum", "const", "required", "default", "examples") else v) for k, v in node.items()}
+
+
+def to_wire_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The wrapper object the model answers: URL fields as id strings, plus ``instruction_satisfied``."""
+    data = _to_ids(copy.deepcopy(schema))
+    defs = data.pop("$defs", None)
+    legacy_defs = data.pop("definitions", None)
+    if "$ref" not in data:
+        data.setdefault("description", DATA_DESCRIPTION)
+    wire: dict[str, Any] = {
+        "type": "object",
+        "properties": {"data": data, "instruction_satisfied": {"type": "boolean", "description": SATISFIED_DESCRIPTION}},
+        "required": ["data", "instruction_satisfied"],
+        "additionalProperties": False,
+    }
+    if defs is not None:
+        wire["$defs"] = defs
+    if legacy_defs is not None:
+        wire["definitions"] = legacy_defs
+    return wire
+
+
+def _resolve(node: Any, root: dict[str, Any]) -> Any:
+    seen = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and seen < 32:
+        target: Any = root
+        for part in node["$ref"][2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+        node, seen = target, seen + 1
+    return node
+
+
+def map_urls(data: Any, schema: Any, root: dict[str, Any], lookup: Callable[[str], str | None],
+             problems: list[str], path: str = "data") -> Any:
+    """``data`` with every URL field's element id replaced by ``lookup(id)``; problems collected."""
+    node = _resolve(schema, root)
+    if not isinstance(node, dict):
+        return data
+    if isinstance(data, str) and (_is_url(node) or any(_is_url(_resolve(b, root)) for b in node.get("anyOf", []) + node.get("oneOf", []))):
+        url = lookup(data)
+        if url is None:
+            problems.append(f"{path}: {data!r} is not the id of a link in the outline; give the id of the link "
+                            "element (e.g. '0-42'), or null/empty when there is no such link")
+            return data
+        return url
+    if isinstance(data, dict):
+        props = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        out = {}
+        for key, value in data.items():
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            out[key] = map_urls(value, sub, root, lookup, problems, f"{path}.{key}") if sub is not None else value
+        for branch in node.get("allOf", []):
+            out = map_urls(out, branch, root, lookup, problems, path)
+        if not props:
+            for branch in node.get("anyOf", []) + node.get("oneOf", []):
+                if isinstance(_resolve(branch, root), dict) and _resolve(branch, root).get("properties"):
+                    return map_urls(out, branch, root, lookup, problems, path)
+        return out
+    if isinstance(data, list):
+        items = node.get("items")
+        if items is None:
+            for branch in node.get("anyOf", []) + node.get("oneOf", []):
+                if isinstance(_resolve(branch, root), dict) and "items" in _resolve(branch, root):
+                    items = _resolve(branch, root)["items"]
+                    break
+        if isinstance(items, dict):
+            return [map_urls(v, items, root, lookup, problems, f"{path}[{i}]") for i, v in enumerate(data)]
+    return data
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def merge(a: Any, b: Any, *, join_strings: bool = False) -> Any:
+    """Merge two partial extractions (see the module docstring)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = dict(a)
+        for key, value in b.items():
+            out[key] = merge(a[key], value, join_strings=join_strings) if key in a else value
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        return a + [item for item in b if item not in a]
+    if _empty(a):
+        return b
+    if join_strings and isinstance(a, str) and isinstance(b, str) and b and b not in a:
+        return f"{a}\n{b}"
+    return a
+
+
+# --- the operation ---------------------------------------------------------------------------
+
+
+def _lookup(snapshot: Snapshot) -> Callable[[str], str | None]:
+    urls = set(snapshot.url_map.values())
+
+    def lookup(value: str) -> str | None:
+        eid = element_id(value, snapshot)
+        if eid is not None and eid in snapshot.url_map:
+            return snapshot.url_map[eid]
+        return value if value in urls else None  # the model copied the real URL: fine
+
+    return lookup
+
+
+def _validate(data: Any, schema: dict[str, Any], model: type[BaseModel] | None) -> tuple[list[str], Any]:
+    if model is not None:
+        try:
+            return [], model.model_validate(data)
+        except ValidationError as exc:
+            return [f"data.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10]], None
+    errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(data))
+    return [f"data{''.join(f'[{p!r}]' for p in e.absolute_path)}: {e.message}" for e in errors[:10]], data
+
+
+async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None) -> Any:
+    if instruction is None and schema is None:
+        snapshot = await ctx.snapshot(selector=selector)
+        return {"page_text": snapshot.tree}
+    join_strings = schema is None
+    user, model = user_schema(schema) if schema is not None else (copy.deepcopy(_DEFAULT_SCHEMA), None)
+    wire = to_wire_schema(user)
+    text = instruction or DEFAULT_EXTRACT_INSTRUCTION
+    client = ctx.get_client()
+    await settle(ctx)
+    snapshot, tree = await page_outline(ctx, selector)
+    lookup = _lookup(snapshot)
+    sample = Fence()
+    earlier_reserve = ctx.token_budget // 8
+    budget = chunk_budget(
+        ctx.token_budget,
+        [SystemMessage(extract_system(sample)), UserMessage(extract_user(text, "", sample, part=(99, 99), earlier="x"))],
+        wire,
+        extra_reserve=earlier_reserve,
+    )
+    parts = pieces(tree, budget)
+    merged: Any = None
+    calls = 0
+    for chunk in parts:
+        fence = Fence()
+        earlier = None
+        if merged is not None:
+            earlier = json.dumps(merged, ensure_ascii=False, default=str)
+            if len(earlier) > earlier_reserve * 4 - 40:
+                earlier = earlier[: earlier_reserve * 4 - 40] + " …(truncated)"
+        satisfied = False
+
+        def check(out: dict[str, Any]) -> tuple[list[str], Any]:
+            nonlocal satisfied
+            problems: list[str] = []
+            mapped = map_urls(out["data"], user, user, lookup, problems)
+            if problems:
+                return problems, None
+            errors, _ = _validate(mapped, user, model)
+            if errors and len(parts) == 1:
+                return errors, None  # a part of a long page may lack required fields; judged after merging
+            satisfied = bool(out.get("instruction_satisfied"))
+            return [], mapped
+
+        data = await ask(
+            client, extract_system(fence),
+            extract_user(text, chunk.text, fence, part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None,
+                         earlier=earlier),
+            wire, purpose="extract", secrets=ctx.secrets(), check=check,
+        )
+        calls += 1
+        merged = data if merged is None else merge(merged, data, join_strings=join_strings)
+        if satisfied:
+            break
+    logger.info("extract %r: %d call(s) over %d part(s)", text, calls, len(parts))
+    errors, value = _validate(merged, user, model)
+    if errors:
+        raise OutputValidationError(
+            f"the data extracted from {calls} part(s) of the page does not fit the schema: {'; '.join(errors[:5])}. "
+            "Make fields optional that a page may lack, or narrow the page with selector=.",
+            last_output=merged, attempts=calls, usage=None, errors=errors,
+        )
+    return value

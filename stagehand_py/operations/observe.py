@@ -1,0 +1,154 @@
+"""observe(): find elements and the actions to take on them, as Actions with XPath selectors.
+
+Budget: the outline goes to the model whole when it fits the chunk budget (the token budget
+minus the fixed prompt, the schema and a re-ask reserve). A larger outline is split into
+chunks; the chunks are ranked by lexical (TF-IDF) relevance to the instruction and sent one
+per request, best first, until one yields elements, at most :data:`MAX_PARTS` requests.
+Without an instruction the chunks keep page order (the top of the page first).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from .._errors import InvalidArgumentError
+from .._types import Action
+from ..actions import placeholders_in, wait_for_settled_dom
+from ..actions._methods import check_arity
+from ..llm import SystemMessage, UserMessage
+from ..prompts.common import Fence
+from ..prompts.observe import (
+    DEFAULT_OBSERVE_INSTRUCTION,
+    ObserveAnswer,
+    ObservedElement,
+    observe_system,
+    observe_user,
+)
+from ..snapshot import Snapshot
+from ._common import (
+    OperationContext,
+    ask,
+    chunk_budget,
+    drop_ids,
+    element_id,
+    pieces,
+    rank_chunks,
+    redact_text,
+    to_action,
+)
+
+__all__ = ["MAX_PARTS", "check_elements", "observe", "page_outline", "settle"]
+
+logger = logging.getLogger("stagehand_py.operations")
+
+#: At most this many chunks of a large page are tried before observe()/act() give up.
+MAX_PARTS = 3
+
+
+async def settle(ctx: OperationContext) -> None:
+    """Wait for the page to go quiet before reading it (capped; never raises for the cap)."""
+    await wait_for_settled_dom(ctx.page, quiet_ms=300, timeout_ms=ctx.dom_settle_timeout * 1000)
+
+
+async def page_outline(ctx: OperationContext, selector: str | None = None,
+                       ignore_selectors: Sequence[str] = ()) -> tuple[Snapshot, str]:
+    """A fresh snapshot and its outline as the model may see it (ignored parts out, values redacted)."""
+    snapshot = await ctx.snapshot(selector=selector)
+    tree = snapshot.tree
+    for ignored in ignore_selectors:
+        sub = await ctx.snapshot(selector=ignored)
+        tree = drop_ids(tree, sub.xpath_map)
+    return snapshot, redact_text(tree, ctx.known_variables)
+
+
+def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot,
+                   variables: Mapping[str, str]) -> tuple[list[str], list[Action]]:
+    """Map the model's elements to Actions; list what is wrong (unknown id, placeholder, arguments)."""
+    problems: list[str] = []
+    actions: list[Action] = []
+    for n, element in enumerate(elements, start=1):
+        eid = element_id(element.element_id, snapshot)
+        if eid is None:
+            problems.append(
+                f"elements[{n - 1}].element_id {element.element_id!r} is not an id of the outline; use an id shown "
+                "in brackets at the start of an outline line, e.g. '0-42'"
+            )
+            continue
+        unknown = [p for p in placeholders_in(element.arguments) if p not in variables]
+        if unknown:
+            available = ", ".join(f"%{v}%" for v in variables) or "none"
+            problems.append(
+                f"elements[{n - 1}].arguments use {', '.join(f'%{u}%' for u in unknown)}, which is not a given "
+                f"variable (available: {available})"
+            )
+            continue
+        try:
+            check_arity(element.method, element.arguments)
+        except InvalidArgumentError as exc:
+            problems.append(f"elements[{n - 1}]: {exc}")
+            continue
+        actions.append(to_action(snapshot, eid, description=element.description, method=element.method,
+                                 arguments=element.arguments))
+    return problems, actions
+
+
+async def observe(
+    ctx: OperationContext,
+    instruction: str | None,
+    *,
+    variables: Mapping[str, str],
+    selector: str | None,
+    ignore_selectors: Sequence[str],
+) -> list[Action]:
+    """See the module docstring; ``variables`` are the placeholder descriptions (no values)."""
+    key = None
+    if ctx.cache is not None and instruction:
+        key = ctx.cache.key("observe", instruction, ctx.page.url, variables, selector)
+        cached = ctx.cache.load(key)
+        if cached is not None and await _all_resolve(ctx, cached):
+            logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached))
+            return cached
+    client = ctx.get_client()
+    await settle(ctx)
+    snapshot, tree = await page_outline(ctx, selector, ignore_selectors)
+    text = instruction or DEFAULT_OBSERVE_INSTRUCTION
+    sample = Fence()
+    budget = chunk_budget(
+        ctx.token_budget,
+        [SystemMessage(observe_system(sample)), UserMessage(observe_user(text, "", sample, variables=variables, part=(99, 99)))],
+        ObserveAnswer,
+    )
+    parts = pieces(tree, budget)
+    ranked = rank_chunks(parts, instruction)
+    actions: list[Action] = []
+    for chunk in ranked[:MAX_PARTS]:
+        fence = Fence()
+        user = observe_user(text, chunk.text, fence, variables=variables,
+                            part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
+        actions = await ask(
+            client, observe_system(fence), user, ObserveAnswer, purpose="observe", secrets=ctx.secrets(),
+            check=lambda out: check_elements(out.elements, snapshot, variables),
+        )
+        if actions:
+            break
+        logger.debug("observe %r: nothing in part %d of %d", text, chunk.index + 1, len(parts))
+    logger.info("observe %r: %d action(s) from %d part(s)", text, len(actions), len(parts))
+    if key is not None and actions:
+        ctx.cache.store(key, actions)
+    return actions
+
+
+async def _all_resolve(ctx: OperationContext, actions: Sequence[Action]) -> bool:
+    """True when every cached selector still names exactly one element (a quick check, no waiting)."""
+    from .._errors import ActionError
+    from ..actions import resolve_element
+
+    for action in actions:
+        try:
+            handle = await resolve_element(ctx.page, action.selector, timeout=0.5)
+        except ActionError:
+            logger.info("observe cache entry is stale (%s no longer resolves); observing again", action.selector)
+            return False
+        await handle.dispose()
+    return True
