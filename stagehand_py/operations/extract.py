@@ -88,9 +88,25 @@ def _to_ids(node: Any) -> Any:
     return {k: (_to_ids(v) if k not in ("enum", "const", "required", "default", "examples") else v) for k, v in node.items()}
 
 
-def to_wire_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The wrapper object the model answers: URL fields as id strings, plus ``instruction_satisfied``."""
+def _relax(node: Any) -> Any:
+    """``node`` without ``required`` lists: one part of a long page may hold only some fields."""
+    if isinstance(node, list):
+        return [_relax(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: (_relax(v) if k not in ("enum", "const", "default", "examples") else v) for k, v in node.items()
+            if not (k == "required" and isinstance(v, list))}
+
+
+def to_wire_schema(schema: dict[str, Any], *, partial: bool = False) -> dict[str, Any]:
+    """The wrapper object the model answers: URL fields as id strings, plus ``instruction_satisfied``.
+
+    ``partial`` (long pages read in parts) drops the ``required`` lists of the data: a part
+    answers what it holds; the merged result is checked against the full schema at the end.
+    """
     data = _to_ids(copy.deepcopy(schema))
+    if partial:
+        data = _relax(data)
     defs = data.pop("$defs", None)
     legacy_defs = data.pop("definitions", None)
     if "$ref" not in data:
@@ -223,6 +239,8 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
         extra_reserve=earlier_reserve,
     )
     parts = pieces(tree, budget)
+    if len(parts) > 1:
+        wire = to_wire_schema(user, partial=True)
     merged: Any = None
     calls = 0
     for chunk in parts:
