@@ -21,6 +21,7 @@ from typing import Any
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
 from ..browser._cdp import CDPSession, PageTargets
+from ..vision._confidence import measure_over_cdp
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, VISIBLE, ElementInfo, build_outline
 
@@ -325,11 +326,18 @@ async def _capture_target(
     )
 
 
-async def capture_snapshot(targets: PageTargets, ordinals: FrameOrdinals, *, selector: str | None = None) -> Snapshot:
-    """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`."""
+async def capture_snapshot(
+    targets: PageTargets, ordinals: FrameOrdinals, *, selector: str | None = None, confidence: bool = False
+) -> Snapshot:
+    """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`.
+
+    ``confidence=True`` also measures ``Snapshot.dom_confidence`` (see :mod:`stagehand_py.vision`).
+    """
     started = time.perf_counter()
     main = targets.main
     info: dict[int, ElementInfo] = {}
+    object_id: str | None = None
+    score: float | None = None
     try:
         if selector is None:
             root, remote_sessions = await asyncio.gather(_get_tree(main), targets.oopif_sessions())
@@ -340,12 +348,14 @@ async def capture_snapshot(targets: PageTargets, ordinals: FrameOrdinals, *, sel
                 _scoped_tree(main, object_id), targets.oopif_sessions()
             )
         await _capture_target(targets, main, root, remote_sessions, info)
+        if confidence:  # now, while the walk's accessibility cache is warm
+            score = (await measure_over_cdp(main, object_id=object_id)).score
     finally:
         await _release(main)
     result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
     url = targets.page.url if targets.page is not None else ""
     logger.debug("snapshot of %s: %d elements, %d chars in %.0f ms", url, len(info), len(result.tree), (time.perf_counter() - started) * 1000)
-    return Snapshot(result.tree, result.xpath_map, result.url_map, url)
+    return Snapshot(result.tree, result.xpath_map, result.url_map, url, dom_confidence=score)
 
 
 async def _scoped_tree(session: CDPSession, object_id: str) -> tuple[dict[str, Any], tuple[str, str]]:

@@ -117,12 +117,15 @@ class Snapshot:
       through iframes and open/closed shadow roots.
     - ``url_map``: element id -> absolute URL, for links.
     - ``url``: the page URL when it was taken.
+    - ``dom_confidence``: how much of the page the outline can tell (0..1, see
+      :mod:`stagehand_py.vision`); None unless the snapshot was taken with ``confidence=True``.
     """
 
     tree: str
     xpath_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     url_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     url: str = ""
+    dom_confidence: float | None = None
 
     @property
     def tokens(self) -> int:
