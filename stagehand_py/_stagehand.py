@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import BaseModel
 
@@ -23,6 +23,9 @@ from .operations._common import OperationContext
 from .browser._session import BrowserSession, connect_browser, launch_browser
 from .snapshot._capture import FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
+
+if TYPE_CHECKING:
+    from .agent import Agent, EvaluateResult
 
 __all__ = ["Stagehand", "StagehandOptions"]
 
@@ -336,6 +339,43 @@ class Stagehand:
         instruction = _check_instruction("extract", instruction, required=False)
         ctx = self._context()
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector))
+
+    # --- agent and judge -------------------------------------------------------------------
+
+    def agent(
+        self,
+        *,
+        model: Any = None,
+        system_prompt: str | None = None,
+        tools: Sequence[Any] | None = None,
+        mode: Literal["dom", "cua"] = "dom",
+        allowed_domains: Sequence[str] | None = None,
+        **options: Any,
+    ) -> Agent:
+        """A tool-using agent on this page; run a task with ``await agent.execute(instruction)``.
+
+        ``model`` defaults to this Stagehand's model; ``tools`` adds typed Python functions;
+        ``mode="cua"`` drives the page by screenshot and coordinates; ``allowed_domains``
+        (glob patterns) blocks every other navigation, request and new tab while a task runs.
+        Further options (``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
+        ``on_safety_check``, ...) are those of :class:`stagehand_py.agent.Agent`.
+        """
+        from .agent import Agent
+
+        self._check_open()
+        client = self._make_client(model) if model is not None else self._get_client()
+        return Agent(self, client=client, system_prompt=system_prompt, tools=tools, mode=mode,
+                     allowed_domains=allowed_domains, **options)
+
+    async def evaluate(self, question: str, *, screenshot: bool = True, model: Any = None,
+                       timeout: float | None = None) -> EvaluateResult:
+        """Ask a judge model a yes/no question about the page: ``verdict`` is ``"yes"``, ``"no"``
+        or ``"invalid"`` (the page cannot answer it), with ``reasoning``. The result is truthy
+        only for ``"yes"``, so ``assert await sh.evaluate("Is the cart empty?")`` works in tests."""
+        from .agent._judge import evaluate_page
+
+        client = self._make_client(model) if model is not None else self._get_client()
+        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot))
 
 
 def _check_instruction(what: str, instruction: Any, *, required: bool) -> str | None:

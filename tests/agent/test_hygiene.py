@@ -176,8 +176,8 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
 
     t = threading.Thread(target=reader)
     t.start()
-    for i in range(200):
-        write_json_atomic(target, {"v": i, "pad": "x" * 5000})
+    for i in range(40):
+        write_json_atomic(target, {"v": i, "pad": "x" * 50000})
     stop.set()
     t.join()
     assert bad == []

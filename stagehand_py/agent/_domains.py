@@ -1,0 +1,129 @@
+"""``allowed_domains``: glob patterns checked for every navigation, request and new tab.
+
+Enforcement is a ``context.route("**/*")`` handler, so it covers the main page, frames,
+fetch/XHR, subresources and popups alike (Playwright routes apply to every page of the
+context). An allowed request falls through to any route the caller installed
+(``route.fallback()``); a blocked one is aborted as ``blockedbyclient``, recorded, and a
+popup that was opened to a blocked address is closed.
+
+Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
+``"127.0.0.1:8080"`` (host and port), ``"https://*.example.com"`` (scheme too). ``data:``,
+``blob:`` and ``about:`` URLs are always allowed: they load nothing from the network.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from .._errors import InvalidArgumentError
+from ._types import BlockedRequest
+
+__all__ = ["DomainGuard", "url_allowed"]
+
+logger = logging.getLogger("stagehand_py")
+
+_LOCAL_SCHEMES = ("data", "blob", "about", "chrome-error")
+
+
+def _parse_pattern(pattern: str) -> tuple[str | None, str, str | None]:
+    scheme: str | None = None
+    rest = pattern.strip().lower()
+    if "://" in rest:
+        scheme, rest = rest.split("://", 1)
+    rest = rest.split("/", 1)[0]
+    port: str | None = None
+    if rest.count(":") == 1:
+        rest, port = rest.split(":")
+    if not rest:
+        raise InvalidArgumentError(f"allowed_domains pattern {pattern!r} names no host; use e.g. 'example.com' or '*.example.com'.")
+    return scheme, rest, port
+
+
+def url_allowed(url: str, patterns: Sequence[str]) -> bool:
+    """Whether ``url`` matches one of the glob ``patterns`` (see the module docstring)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    scheme = parts.scheme.lower()
+    if scheme in _LOCAL_SCHEMES:
+        return True
+    host = (parts.hostname or "").lower()
+    effective_port = str(port) if port is not None else {"http": "80", "https": "443"}.get(scheme, "")
+    for pattern in patterns:
+        p_scheme, p_host, p_port = _parse_pattern(pattern)
+        if p_scheme is not None and not fnmatch.fnmatchcase(scheme, p_scheme):
+            continue
+        if p_port is not None and p_port != "*" and p_port != effective_port:
+            continue
+        if fnmatch.fnmatchcase(host, p_host):
+            return True
+    return False
+
+
+class DomainGuard:
+    """Routes a browser context through the allowlist while installed."""
+
+    def __init__(self, patterns: Sequence[str], *, main_page: Any) -> None:
+        for p in patterns:
+            _parse_pattern(p)  # fail early on a bad pattern
+        self.patterns = list(patterns)
+        self._main_page = main_page
+        self._context = main_page.context
+        self.blocked: list[BlockedRequest] = []
+        self._unread = 0
+        self._installed = False
+
+    def allows(self, url: str) -> bool:
+        return url_allowed(url, self.patterns)
+
+    async def install(self) -> None:
+        await self._context.route("**/*", self._handle)
+        self._installed = True
+
+    async def uninstall(self) -> None:
+        if not self._installed:
+            return
+        self._installed = False
+        try:
+            await self._context.unroute("**/*", self._handle)
+        except Exception as exc:  # the context may be closed already
+            logger.debug("allowed_domains: unroute failed: %s", exc)
+
+    def drain(self) -> list[BlockedRequest]:
+        """The blocks recorded since the last call."""
+        new = self.blocked[len(self.blocked) - self._unread :] if self._unread else []
+        self._unread = 0
+        return new
+
+    def record(self, url: str, kind: Any, resource_type: str = "") -> BlockedRequest:
+        item = BlockedRequest(url=url, kind=kind, resource_type=resource_type)
+        self.blocked.append(item)
+        self._unread += 1
+        logger.info("allowed_domains: blocked %s %s", kind, url)
+        return item
+
+    async def _handle(self, route: Any, request: Any) -> None:
+        url = request.url
+        if self.allows(url):
+            await route.fallback()
+            return
+        kind = "request"
+        page = None
+        if request.is_navigation_request():
+            frame = request.frame
+            page = frame.page
+            is_main_frame = frame.parent_frame is None
+            kind = "popup" if is_main_frame and page is not self._main_page else "navigation"
+        self.record(url, kind, request.resource_type)
+        await route.abort("blockedbyclient")
+        if kind == "popup" and page is not None:
+            try:
+                await page.close()
+            except Exception as exc:  # already closed
+                logger.debug("allowed_domains: closing blocked popup failed: %s", exc)

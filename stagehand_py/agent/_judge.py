@@ -1,0 +1,53 @@
+"""The judge: a yes / no / invalid verdict on a question about the page, from a screenshot and
+the outline. Backs :meth:`Stagehand.evaluate` and the agent's optional self-check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from .._errors import InvalidArgumentError, StagehandError
+from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
+from ..prompts.agent import judge_messages
+from ..prompts.common import Fence
+from ._types import EvaluateResult
+
+if TYPE_CHECKING:
+    from .._stagehand import Stagehand
+
+__all__ = ["evaluate_page"]
+
+
+class _Verdict(BaseModel):
+    verdict: Literal["yes", "no", "invalid"] = Field(description="yes or no; invalid when the page cannot answer it")
+    reasoning: str = Field(description="Short reasoning citing what is on the page")
+
+
+async def evaluate_page(
+    sh: Stagehand,
+    client: LLMClient,
+    question: str,
+    *,
+    screenshot: bool = True,
+    max_outline_tokens: int = 6000,
+) -> EvaluateResult:
+    if not isinstance(question, str) or not question.strip():
+        raise InvalidArgumentError("evaluate() needs a non-empty question.")
+    outline: str | None
+    try:
+        snapshot = await sh.snapshot()
+        chunks = snapshot.chunks(max_outline_tokens)
+        outline = chunks[0].text if chunks else snapshot.tree
+    except StagehandError:
+        if not screenshot:
+            raise
+        outline = None
+    image = await sh.page.screenshot(type="png") if screenshot else None
+    fence = Fence()
+    system, user = judge_messages(question, sh.page.url, outline, fence, has_screenshot=image is not None)
+    parts: list[TextPart | ImagePart] = [TextPart(text=user)]
+    if image is not None:
+        parts.append(ImagePart(data=image, media_type="image/png"))
+    result = await client.generate([SystemMessage(system), UserMessage(parts)], purpose="judge", output=_Verdict)
+    return EvaluateResult(verdict=result.output.verdict, reasoning=result.output.reasoning, usage=result.usage)

@@ -1,0 +1,165 @@
+"""Public value types of the agent: the result, its evidence, events, and the judge's verdict."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..llm import Usage
+
+__all__ = [
+    "AgentStatus",
+    "AgentMode",
+    "AgentStep",
+    "AgentResult",
+    "AgentEvent",
+    "AgentEventType",
+    "Evidence",
+    "ScreenshotRecord",
+    "CheckpointRecord",
+    "BlockedRequest",
+    "SafetyCheck",
+    "EvaluateResult",
+]
+
+#: ``done``: finished and the output validated; ``partial_success``: stopped by the budget, the
+#: clock or the circuit breaker with data collected (the data is in ``output``); ``failed``:
+#: the model gave up or nothing usable was collected; ``needs_review``: stopped for a person
+#: (a computer-use safety check that was not acknowledged).
+AgentStatus: TypeAlias = Literal["done", "partial_success", "failed", "needs_review"]
+AgentMode: TypeAlias = Literal["dom", "cua"]
+
+AgentEventType: TypeAlias = Literal[
+    "step_started",
+    "model_usage",
+    "tool_call",
+    "tool_result",
+    "warning",
+    "blocked",
+    "checkpoint",
+    "safety_check",
+    "finished",
+]
+
+
+class AgentStep(BaseModel):
+    """One step: what the model thought, which tool it called, and what came of it.
+
+    Arguments and results are as the model wrote / read them: placeholders (``%name%``), never
+    variable values; binaries are replaced by a size-and-hash note.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    evaluation_previous_step: str = ""
+    memory: str = ""
+    next_goal: str = ""
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    ok: bool = True
+    result: str = ""
+    error_kind: Literal["infrastructure", "logic"] | None = None
+    url: str = ""
+
+
+class ScreenshotRecord(BaseModel):
+    """A screenshot taken during the run, with its SHA-256 (and file, when an evidence folder was set)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    sha256: str
+    size: int
+    path: str | None = None
+    data: bytes = Field(default=b"", repr=False, exclude=True)
+
+
+class CheckpointRecord(BaseModel):
+    """A checkpoint written during the run (``path`` is ``None`` when no checkpoint file was set)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    reason: str
+    sha256: str
+    path: str | None = None
+
+
+class BlockedRequest(BaseModel):
+    """A navigation, request or new tab stopped by ``allowed_domains``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    kind: Literal["navigation", "request", "popup"]
+    resource_type: str = ""
+
+
+class SafetyCheck(BaseModel):
+    """A computer-use safety check raised by the model, surfaced to the caller's callback."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = ""
+    code: str = ""
+    message: str = ""
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    screenshots: list[ScreenshotRecord] = Field(default_factory=list)
+    checkpoints: list[CheckpointRecord] = Field(default_factory=list)
+    blocked: list[BlockedRequest] = Field(default_factory=list)
+
+
+class AgentResult(BaseModel):
+    """What :meth:`Agent.execute` returns. A task that fails is a result, not an exception."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    success: bool
+    status: AgentStatus
+    message: str
+    #: The structured output: an instance of the ``output`` model, data valid against the
+    #: ``output`` JSON Schema, the consolidated data of a partial run, or ``None``.
+    output: Any = None
+    #: Data saved with ``save_progress`` (deep-merged), whatever the status.
+    data: Any = None
+    steps: list[AgentStep] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    #: The conversation of the last model request, as text (images noted, not included).
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    evidence: Evidence = Field(default_factory=Evidence)
+
+    @property
+    def actions(self) -> list[AgentStep]:
+        """The steps that called a tool other than think/done/fail."""
+        return [s for s in self.steps if s.tool not in ("think", "done", "fail")]
+
+
+class AgentEvent(BaseModel):
+    """A progress event: ``type``, the step it belongs to, and sanitised details in ``data``."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    type: AgentEventType
+    step: int
+    data: dict[str, Any] = Field(default_factory=dict)
+    #: Set on the ``finished`` event only.
+    result: AgentResult | None = None
+
+
+class EvaluateResult(BaseModel):
+    """The judge's verdict on a yes/no question about the page (:meth:`Stagehand.evaluate`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Literal["yes", "no", "invalid"]
+    reasoning: str
+    usage: Usage = Field(default_factory=Usage)
+
+    def __bool__(self) -> bool:
+        return self.verdict == "yes"

@@ -1,0 +1,265 @@
+"""Every word the agent's model reads: system prompts, the per-step state, nudges, warnings,
+the consolidation request, the judge.
+
+Page content (outlines, tool results that quote the page, extracted data) is always wrapped
+in a :class:`~stagehand_py.prompts.common.Fence` made for the request; the system prompts
+include :func:`~stagehand_py.prompts.common.fence_rules` for that fence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .common import Fence, fence_rules, variables_block
+
+__all__ = [
+    "FORCED_FINISH",
+    "LAST_STEP",
+    "TOOL_DESCRIPTIONS",
+    "agent_system_prompt",
+    "blocked_message",
+    "budget_warning",
+    "consolidation_messages",
+    "cua_system_prompt",
+    "done_rejected",
+    "failures_message",
+    "history_message",
+    "judge_messages",
+    "nudge_message",
+    "self_check_question",
+    "self_check_rejected",
+    "state_message",
+    "task_message",
+]
+
+#: One line per built-in tool; the argument schemas carry the details.
+TOOL_DESCRIPTIONS: dict[str, str] = {
+    "act": "Do one thing to one element: give element_id (from the outline, e.g. '0-42') with method and "
+    "arguments, or, only when no id fits, an instruction such as 'click the Login button'.",
+    "fill_form": "Fill several form fields in one step. Each field gives element_id (preferred) or a label, "
+    "and the value (a %placeholder% for secret values).",
+    "extract": "Read data from the current page: an instruction and optionally a JSON Schema for the result.",
+    "goto": "Open a URL in the current tab.",
+    "navigate_back": "Go back to the previous page of the current tab.",
+    "scroll": "Scroll the page (or the scrollable element element_id) up or down by pages.",
+    "press_keys": "Press keys on the focused element, e.g. 'Enter', 'Escape', 'Control+A'.",
+    "wait": "Wait for the page (seconds, at most 10).",
+    "screenshot": "Take a screenshot of the viewport; you will see it with the next step.",
+    "outline": "Show part N of the page outline when the page is longer than one part.",
+    "think": "Think without acting: plan, or reconsider after a failure.",
+    "save_progress": "Save data collected so far. It is merged into what was saved before: lists are "
+    "appended, objects merged. Save after each page of a multi-page collection.",
+    "done": "Finish: the task is complete. Give a message and, when an output format is required, the output.",
+    "fail": "Give up: the task cannot be completed. Say why.",
+}
+
+
+def _tools_block(tools: Sequence[tuple[str, str]]) -> str:
+    return "\n".join(f"- {name}: {description}" for name, description in tools)
+
+
+def agent_system_prompt(
+    fence: Fence,
+    tools: Sequence[tuple[str, str]],
+    *,
+    extra: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """The DOM agent's instructions: the loop, the answer format, the tools, the fence rules."""
+    parts = [
+        "You are a browser agent. You complete the user's task by using tools on one browser tab, "
+        "one tool call per step. Each step you see the task, a summary of earlier steps, the result "
+        "of your last tool call and the current page as an outline: one line per element, "
+        "'[id] role: name' plus its state. Use those ids (e.g. '0-42') as element_id.",
+        "Answer every step with one JSON object: evaluation_previous_step (did the last step work, and "
+        "how do you know), memory (what you must remember: progress, data seen, what remains), "
+        "next_goal (what this step does), and action: {\"tool\": <name>, \"args\": {...}}.",
+        "Tools:\n" + _tools_block(tools),
+        "Rules: act only on elements in the current outline; after a failure, look again before "
+        "retrying the same thing; do not repeat an action that did not change the page; save data "
+        "with save_progress as you collect it; call done as soon as the task is complete and fail "
+        "when it cannot be completed. Never invent data you did not see on a page.",
+        fence_rules(fence),
+    ]
+    if output_schema is not None:
+        parts.append(
+            "When you call done, args.output must be valid against this JSON Schema:\n"
+            + json.dumps(output_schema, indent=1, sort_keys=True)
+        )
+    if extra:
+        parts.append("Additional instructions from the developer:\n" + extra)
+    return "\n\n".join(parts)
+
+
+def cua_system_prompt(fence: Fence, *, width: int, height: int, extra: str | None = None) -> str:
+    """The computer-use agent's instructions: screenshot in, one coordinate action out."""
+    parts = [
+        "You are a computer-use agent controlling one browser tab. Each step you see a screenshot "
+        f"of the tab, {width}x{height} pixels, with x growing to the right and y downwards from the "
+        "top-left corner. Answer with one JSON object: evaluation_previous_step, memory, next_goal "
+        "and action: {\"tool\": <name>, \"args\": {...}}. Coordinates are pixels of the screenshot.",
+        "Actions: click (x, y, button), double_click (x, y), type (text, into the focused element), "
+        "keypress (keys, e.g. ['Enter'] or ['Control', 'a'] for a chord), scroll (x, y, scroll_x, "
+        "scroll_y in pixels), drag (path of points), move (x, y), wait (ms), goto (url), "
+        "save_progress (data), done (message, output) and fail (reason).",
+        "If something on the screen looks risky (payments, deleting data, sharing secrets), list it "
+        "in safety_checks; the user will be asked before you continue.",
+        fence_rules(fence),
+    ]
+    if extra:
+        parts.append("Additional instructions from the developer:\n" + extra)
+    return "\n\n".join(parts)
+
+
+def task_message(instruction: str, *, variables: Mapping[str, str], max_steps: int) -> str:
+    sections = [f"Task: {instruction}", f"You have at most {max_steps} steps."]
+    if block := variables_block(variables):
+        sections.append(block)
+    return "\n\n".join(sections)
+
+
+def history_message(summary: str, recent: Sequence[Mapping[str, Any]], fence: Fence) -> str:
+    """Earlier steps: one-line summaries of the oldest, then the recent steps in full.
+
+    Results can quote the page, so they are fenced.
+    """
+    sections: list[str] = []
+    if summary:
+        sections.append("Summary of earlier steps:\n" + fence.wrap(summary, "earlier steps, may quote pages"))
+    for s in recent:
+        sections.append(
+            f"Step {s['step']}: you called {s['tool']} {json.dumps(s['args'], sort_keys=True, default=str)}\n"
+            f"Your memory then: {s.get('memory', '')}\n"
+            f"Result ({'ok' if s['ok'] else 'FAILED'}):\n" + fence.wrap(str(s.get("result", "")), "tool result")
+        )
+    return "\n\n".join(sections) if sections else "No steps taken yet."
+
+
+def state_message(
+    *,
+    step: int,
+    max_steps: int,
+    url: str,
+    title: str,
+    outline: str | None,
+    outline_part: tuple[int, int] | None,
+    fence: Fence,
+    notices: Sequence[str],
+    tabs: int = 1,
+) -> str:
+    """The current page and everything the loop has to tell the model this step."""
+    lines = [
+        f"Step {step} of {max_steps}.",
+        f"Current tab: {fence.wrap(f'URL: {url}' + chr(10) + f'Title: {title}', 'tab')}",
+    ]
+    if tabs > 1:
+        lines.append(f"{tabs} tabs are open; you control the first one.")
+    if outline is not None:
+        where = ""
+        if outline_part is not None and outline_part[1] > 1:
+            where = f" (part {outline_part[0]} of {outline_part[1]}; call outline with part=N for the others)"
+        lines.append(f"Page outline{where}:\n{fence.wrap(outline, 'page outline')}")
+    for notice in notices:
+        lines.append(notice)
+    return "\n\n".join(lines)
+
+
+def budget_warning(fraction: float, remaining: int) -> str:
+    return (
+        f"Budget warning: {int(fraction * 100)}% of your steps are used; {remaining} remain. "
+        "Prioritise: save what you have collected with save_progress and head for done."
+    )
+
+
+LAST_STEP = (
+    "This is your last step: only done and fail are available. Call done with everything you "
+    "have collected (the output may be partial), or fail if there is nothing."
+)
+
+FORCED_FINISH = (
+    "You have made no progress for many steps. Only done and fail are available now: call done "
+    "with what you have, or fail and say what blocked you."
+)
+
+_NUDGES = {
+    1: "Notice: the last {n} steps did not change the page or repeated the same action. Try a "
+    "different approach (another element, scrolling, another page).",
+    2: "Warning: {n} steps without progress. Stop repeating yourself. Re-read the outline, consider "
+    "navigate_back, goto or scroll, and if the task cannot be done this way, call done with what "
+    "you have or fail.",
+    3: "Final warning: {n} steps without progress. From the next step only done and fail are "
+    "available.",
+}
+
+
+def nudge_message(level: int, stalled_steps: int) -> str:
+    return _NUDGES[min(max(level, 1), 3)].format(n=stalled_steps)
+
+
+def failures_message(consecutive: int, elements: str, fence: Fence) -> str:
+    return (
+        f"Your last {consecutive} tool calls failed. These are the visible elements you can act on "
+        "right now; pick from them, or change approach:\n" + fence.wrap(elements, "actionable elements")
+    )
+
+
+def blocked_message(urls: Sequence[str], patterns: Sequence[str]) -> str:
+    shown = "\n".join(f"- {u}" for u in urls[:10])
+    return (
+        "Blocked: these addresses are outside the allowed domains and were not loaded:\n"
+        f"{shown}\nAllowed domains: {', '.join(patterns)}. Do not try to reach other domains."
+    )
+
+
+def done_rejected(problems: Sequence[str], remaining: int) -> str:
+    listed = "\n".join(f"- {p}" for p in problems)
+    return (
+        f"done was not accepted: the output does not match the required format.\n{listed}\n"
+        f"Fix the output and call done again ({remaining} step(s) remain)."
+    )
+
+
+def self_check_question(instruction: str) -> str:
+    return f"Looking at the page, has this task been completed successfully? Task: {instruction}"
+
+
+def self_check_rejected(reasoning: str, remaining: int) -> str:
+    return (
+        "done was not accepted: an independent check of the page says the task is not complete: "
+        f"{reasoning}\nContinue ({remaining} step(s) remain), or call done again if you are sure."
+    )
+
+
+def consolidation_messages(
+    instruction: str, data: Any, memory: str, reason: str, fence: Fence
+) -> tuple[str, str]:
+    """(system, user) for the final call that turns collected data into the output of a run
+    that ran out of steps or time."""
+    system = (
+        "You finish a browser task that was stopped before it was complete. From the data collected "
+        "so far, produce the best possible output for the task. Use only the collected data; do not "
+        "invent anything. " + fence_rules(fence)
+    )
+    user = (
+        f"Task: {instruction}\nStopped because: {reason}\n"
+        f"Agent's last memory:\n{fence.wrap(memory, 'agent memory')}\n"
+        f"Collected data:\n{fence.wrap(json.dumps(data, indent=1, default=str), 'collected data')}"
+    )
+    return system, user
+
+
+def judge_messages(question: str, url: str, outline: str | None, fence: Fence, *, has_screenshot: bool) -> tuple[str, str]:
+    """(system, user) for :meth:`Stagehand.evaluate`."""
+    system = (
+        "You are a careful judge of a web page. Answer the user's yes/no question about the page "
+        "from the evidence given" + (" (a screenshot and an outline)" if has_screenshot else " (an outline)")
+        + ". verdict is 'yes' or 'no'; use 'invalid' when the question cannot be answered from this "
+        "page (it is not a yes/no question, or the page does not show what it asks about). Give "
+        "short reasoning that cites what you saw. " + fence_rules(fence)
+    )
+    user = f"Question: {question}\nPage: {fence.wrap(url, 'url')}"
+    if outline is not None:
+        user += f"\nPage outline:\n{fence.wrap(outline, 'page outline')}"
+    return system, user
