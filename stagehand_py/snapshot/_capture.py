@@ -20,7 +20,7 @@ from typing import Any
 
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
-from ..browser._cdp import CDPSession, PageTargets
+from ..browser._cdp import CDPSession, PageTargets, _loads
 from ..vision._confidence import measure_over_cdp
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, VISIBLE, ElementInfo, build_outline
@@ -39,8 +39,7 @@ _HIDDEN_AX_REASONS = frozenset({"notRendered", "ariaHiddenElement", "ariaHiddenS
 @cache
 def _walker_source() -> str:
     source = resources.files(__package__).joinpath("_walker.js").read_text(encoding="utf-8")
-    # The walker takes the closed roots as one array; CDP passes call arguments one by one.
-    return "function (...roots) { return (" + source.strip() + ").call(this, roots); }"
+    return source.strip()
 
 
 _XPATH_OF_JS = """function () {
@@ -173,26 +172,34 @@ async def _fill_in(session: CDPSession, root: dict[str, Any], depth: int) -> Non
                     node[key] = full[key]
 
 
-def _documents_and_frames(root: dict[str, Any]) -> tuple[list[tuple[dict[str, Any], str | None, list[int]]], list[dict[str, Any]]]:
-    """Split one target's tree into walker roots and out-of-process iframe owners.
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One walker call: a document, a closed shadow root, or the scoped element.
 
-    Returns ``[(root node, frame id or None, closed shadow root backend ids)]`` for each
-    document (and the scoped root element) in this target, and the iframe elements whose
-    document lives in another target.
+    Page script cannot enter a closed shadow root, so each one is walked on its own, started
+    from the root object CDP hands us.
     """
-    documents: list[tuple[dict[str, Any], str | None, list[int]]] = []
+
+    root: dict[str, Any]
+    frame_id: str | None  # for the accessibility-tree fallback
+
+
+def _units_and_remote_frames(root: dict[str, Any]) -> tuple[list[_Unit], list[dict[str, Any]]]:
+    """Split one target's tree into walker units and out-of-process iframe owners."""
+    units: list[_Unit] = []
     remote_frames: list[dict[str, Any]] = []
     pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
     while pending:
-        doc, frame_id = pending.pop()
-        closed: list[int] = []
-        stack = [doc]
+        unit_root, frame_id = pending.pop()
+        units.append(_Unit(unit_root, frame_id))
+        stack = [unit_root]
         while stack:
             node = stack.pop()
             for shadow in node.get("shadowRoots", ()):
-                if shadow.get("shadowRootType") == "closed":
-                    closed.append(shadow["backendNodeId"])
-                if shadow.get("shadowRootType") != "user-agent":
+                kind = shadow.get("shadowRootType")
+                if kind == "closed":
+                    pending.append((shadow, frame_id))
+                elif kind != "user-agent":
                     stack.append(shadow)
             stack.extend(node.get("children", ()))
             if node.get("localName") in _FRAME_TAGS:
@@ -201,12 +208,11 @@ def _documents_and_frames(root: dict[str, Any]) -> tuple[list[tuple[dict[str, An
                     pending.append((content, node.get("frameId")))
                 elif node.get("frameId"):
                     remote_frames.append(node)
-        documents.append((doc, frame_id, closed))
-    return documents, remote_frames
+    return units, remote_frames
 
 
 def _walk_order(root: dict[str, Any]) -> list[dict[str, Any]]:
-    """Elements of one document in the walker's order: element, shadow children, light children."""
+    """Elements of one unit in the walker's order: element, open-shadow children, light children."""
     out: list[dict[str, Any]] = []
     stack = [root] if root.get("nodeType") == _ELEMENT else list(reversed(root.get("children", ())))
     while stack:
@@ -214,35 +220,47 @@ def _walk_order(root: dict[str, Any]) -> list[dict[str, Any]]:
         if node.get("nodeType") != _ELEMENT:
             continue
         out.append(node)
-        light = node.get("children", ())
         shadow_children: list[dict[str, Any]] = []
         for shadow in node.get("shadowRoots", ()):
-            if shadow.get("shadowRootType") != "user-agent":
+            if shadow.get("shadowRootType") == "open":
                 shadow_children.extend(shadow.get("children", ()))
-        stack.extend(reversed(light))
+        stack.extend(reversed(node.get("children", ())))
         stack.extend(reversed(shadow_children))
     return out
 
 
-async def _walk_document(
-    session: CDPSession, doc: dict[str, Any], frame_id: str | None, closed: list[int], info: dict[int, ElementInfo]
-) -> None:
-    """Run the walker on one document (or scoped element) and merge what it says into ``info``."""
-    resolved = await asyncio.gather(
-        session.send("DOM.resolveNode", {"backendNodeId": doc["backendNodeId"], "objectGroup": _GROUP}),
-        *(session.send("DOM.resolveNode", {"backendNodeId": b, "objectGroup": _GROUP}) for b in closed),
-    )
-    target = resolved[0]["object"]["objectId"]
-    arguments = [{"objectId": r["object"]["objectId"]} for r in resolved[1:]]
+async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
     reply = await session.send(
         "Runtime.callFunctionOn",
-        {"functionDeclaration": _walker_source(), "objectId": target, "arguments": arguments, "returnByValue": True},
+        {"functionDeclaration": _walker_source(), "objectId": object_id, "returnByValue": True},
     )
     if "exceptionDetails" in reply:
-        raise SnapshotError(f"The snapshot walker failed in the page: {reply['exceptionDetails'].get('text', '')} "
-                            f"{reply['exceptionDetails'].get('exception', {}).get('description', '')}")
-    flat: list[Any] = reply["result"].get("value") or []
-    elements = _walk_order(doc)
+        details = reply["exceptionDetails"]
+        raise SnapshotError(
+            f"The snapshot walker failed in the page: {details.get('text', '')} {details.get('exception', {}).get('description', '')}"
+        )
+    flat: list[Any] = _loads(reply["result"].get("value") or "[]")
+    return flat
+
+
+async def _walk_main_document(session: CDPSession) -> list[Any]:
+    """Walk the target's own document without waiting for the DOM tree (they run side by side)."""
+    reply = await session.send("Runtime.evaluate", {"expression": "document", "objectGroup": _GROUP})
+    object_id = reply["result"]["objectId"]
+    await _keep_ax_cache_alive(session, {"objectId": object_id})
+    return await _run_walker(session, object_id)
+
+
+async def _walk_unit(
+    session: CDPSession, unit: _Unit, info: dict[int, ElementInfo], *, prefetched: asyncio.Future[list[Any]] | None = None
+) -> None:
+    """Run the walker on one unit and merge what it says into ``info``."""
+    if prefetched is not None:
+        flat = await prefetched
+    else:
+        resolved = await session.send("DOM.resolveNode", {"backendNodeId": unit.root["backendNodeId"], "objectGroup": _GROUP})
+        flat = await _run_walker(session, resolved["object"]["objectId"])
+    elements = _walk_order(unit.root)
     aligned = len(flat) == 5 * len(elements) and all(
         flat[5 * i] == (el.get("localName") or el.get("nodeName", "").lower()) for i, el in enumerate(elements)
     )
@@ -252,11 +270,11 @@ async def _walk_document(
             base = 5 * i
             info[el["backendNodeId"]] = (flat[base + 1], flat[base + 2], flat[base + 3], flat[base + 4])
     else:
-        # The page changed between the two reads (or something we did not foresee): trust
-        # Chrome's accessibility tree for this document rather than guess.
+        # The page changed between the two reads: trust Chrome's accessibility tree for this
+        # unit rather than guess.
         logger.debug("walker and DOM tree disagree (%d vs %d elements); using the AX tree", len(flat) // 5, len(elements))
     if needs_ax:
-        await _merge_ax_tree(session, frame_id, info, keep_visibility=aligned)
+        await _merge_ax_tree(session, unit.frame_id, info, keep_visibility=aligned)
 
 
 async def _merge_ax_tree(session: CDPSession, frame_id: str | None, info: dict[int, ElementInfo], *, keep_visibility: bool) -> None:
@@ -280,7 +298,7 @@ async def _merge_ax_tree(session: CDPSession, frame_id: str | None, info: dict[i
         info[backend] = (0 if hidden else VISIBLE, "none" if node.get("ignored") else role, name, None)
 
 
-async def _keep_ax_cache_alive(session: CDPSession, root: dict[str, Any]) -> None:
+async def _keep_ax_cache_alive(session: CDPSession, node: dict[str, Any]) -> None:
     """Make Blink keep an accessibility cache for this target's documents.
 
     Without one, every ``Element.computedRole`` builds and drops a whole temporary AX tree:
@@ -290,7 +308,8 @@ async def _keep_ax_cache_alive(session: CDPSession, root: dict[str, Any]) -> Non
     """
     try:
         await session.send("Accessibility.enable")
-        await session.send("Accessibility.getPartialAXTree", {"backendNodeId": root["backendNodeId"], "fetchRelatives": False})
+        ref = {"objectId": node["objectId"]} if "objectId" in node else {"backendNodeId": node["backendNodeId"]}
+        await session.send("Accessibility.getPartialAXTree", {**ref, "fetchRelatives": False})
     except CDPError as exc:  # e.g. a node without an AX object: the walk still works, just slower
         logger.debug("could not warm the accessibility cache: %s", exc)
 
@@ -301,10 +320,16 @@ async def _capture_target(
     root: dict[str, Any],
     remote_sessions: dict[str, CDPSession],
     info: dict[int, ElementInfo],
+    *,
+    prefetched: asyncio.Future[list[Any]] | None = None,
 ) -> None:
-    """Walk every document of one target and, concurrently, capture its out-of-process frames."""
-    documents, remote_frames = _documents_and_frames(root)
-    await _keep_ax_cache_alive(session, root)
+    """Walk every unit of one target and, concurrently, capture its out-of-process frames.
+
+    ``prefetched`` is the walk of ``root`` itself when it was started before the tree arrived.
+    """
+    units, remote_frames = _units_and_remote_frames(root)
+    if prefetched is None:
+        await _keep_ax_cache_alive(session, root)
 
     async def remote(owner: dict[str, Any]) -> None:
         child_session = remote_sessions.get(owner["frameId"])
@@ -321,7 +346,7 @@ async def _capture_target(
         await _capture_target(targets, child_session, child_root, remote_sessions, child_info)
 
     await asyncio.gather(
-        *(_walk_document(session, doc, frame_id, closed, info) for doc, frame_id, closed in documents),
+        *(_walk_unit(session, unit, info, prefetched=prefetched if unit.root is root else None) for unit in units),
         *(remote(owner) for owner in remote_frames),
     )
 
@@ -331,31 +356,37 @@ async def capture_snapshot(
 ) -> Snapshot:
     """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`.
 
-    ``confidence=True`` also measures ``Snapshot.dom_confidence`` (see :mod:`stagehand_py.vision`).
+    ``confidence=True`` also measures the DOM-confidence score (see :mod:`stagehand_py.vision`)
+    right after the walk, while Chrome's accessibility cache is warm.
     """
     started = time.perf_counter()
     main = targets.main
     info: dict[int, ElementInfo] = {}
-    object_id: str | None = None
-    score: float | None = None
+    prefetched: asyncio.Future[list[Any]] | None = None
+    scope_object: str | None = None
+    dom_confidence: float | None = None
     try:
         if selector is None:
+            # The page's own walk does not need the DOM tree: start it first, fetch the tree meanwhile.
+            prefetched = asyncio.ensure_future(_walk_main_document(main))
             root, remote_sessions = await asyncio.gather(_get_tree(main), targets.oopif_sessions())
             root_xpath, base_url = "", root.get("baseURL") or root.get("documentURL") or ""
         else:
-            object_id = await _locate(main, selector)
+            scope_object = await _locate(main, selector)
             (root, (root_xpath, base_url)), remote_sessions = await asyncio.gather(
-                _scoped_tree(main, object_id), targets.oopif_sessions()
+                _scoped_tree(main, scope_object), targets.oopif_sessions()
             )
-        await _capture_target(targets, main, root, remote_sessions, info)
-        if confidence:  # now, while the walk's accessibility cache is warm
-            score = (await measure_over_cdp(main, object_id=object_id)).score
+        await _capture_target(targets, main, root, remote_sessions, info, prefetched=prefetched)
+        if confidence:
+            dom_confidence = (await measure_over_cdp(main, object_id=scope_object)).score
     finally:
+        if prefetched is not None and not prefetched.done():
+            prefetched.cancel()
         await _release(main)
     result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
     url = targets.page.url if targets.page is not None else ""
     logger.debug("snapshot of %s: %d elements, %d chars in %.0f ms", url, len(info), len(result.tree), (time.perf_counter() - started) * 1000)
-    return Snapshot(result.tree, result.xpath_map, result.url_map, url, dom_confidence=score)
+    return Snapshot(result.tree, result.xpath_map, result.url_map, url, dom_confidence=dom_confidence)
 
 
 async def _scoped_tree(session: CDPSession, object_id: str) -> tuple[dict[str, Any], tuple[str, str]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin
 
@@ -101,6 +102,14 @@ class _Rec:
 _NAME_TEST = re.compile(r"^[^\W\d][\w.\-]*$")
 
 
+@lru_cache(maxsize=4096)
+def _element_step_head(local: str, html: bool) -> str:
+    """``tag`` for HTML names XPath can spell, else ``*[local-name()='...']``."""
+    if html and _NAME_TEST.match(local):
+        return local
+    return f"*[local-name()={_literal(local)}]"
+
+
 def _literal(value: str) -> str:
     """An XPath 1.0 string literal for ``value`` (which may hold either kind of quote)."""
     if "'" not in value:
@@ -124,10 +133,7 @@ def _child_steps(children: list[dict[str, Any]]) -> list[str | None]:
             # (SVG, MathML) that a plain name test would not match in an HTML document. Names
             # the HTML parser accepts but XPath cannot spell as a name test (``x:y``) use the
             # local-name() form too.
-            if child.get("nodeName") == local.upper() and _NAME_TEST.match(local):
-                steps.append(f"{local}[{counts[local]}]")
-            else:
-                steps.append(f"*[local-name()={_literal(local)}][{counts[local]}]")
+            steps.append(f"{_element_step_head(local, child.get('nodeName') == local.upper())}[{counts[local]}]")
         elif node_type == _TEXT and (child.get("nodeValue") or "").strip():
             text_count += 1
             steps.append(f"text()[normalize-space()][{text_count}]")

@@ -1,8 +1,9 @@
-// In-page half of the snapshot: called with `this` = a Document or an Element, and the
-// closed shadow roots CDP found under it (page script cannot reach those by itself).
+// In-page half of the snapshot: called with `this` = a Document, a (closed) ShadowRoot or an
+// Element. Closed shadow roots inside are not entered: page script cannot see them, so the
+// Python side walks each one in a call of its own, from the root object CDP gives it.
 //
-// Returns a flat array, STRIDE values per element, for every element in this order: the
-// element, its shadow root's children, then its light children (iframes are not entered: each
+// Returns (as a JSON string) a flat array, 5 values per element, for every element in this order: the
+// element, its open shadow root's children, then its light children (iframes are not entered: each
 // document gets its own call). The Python side walks the CDP DOM tree in the same order and
 // checks tag names, so both halves line up without any marker in the page.
 //
@@ -10,12 +11,10 @@
 // role/name come from Chrome's own accessibility computation (Element.computedRole/Name,
 // enabled by --enable-blink-features=ComputedAccessibilityInfo); null when the browser does not
 // expose it, and the Python side then asks Accessibility.getFullAXTree instead.
-function (closedRoots) {
+function () {
   const VISIBLE = 1, CHECKED = 2, MIXED = 4, SELECTED = 8, DISABLED = 16, EXPANDED = 32,
         COLLAPSED = 64, SCROLLABLE = 128, FILLED = 256, REQUIRED = 512, FOCUSED = 1024,
         FALLBACK_UNUSED = 2048;
-  const closed = new Map();
-  for (const root of closedRoots || []) if (root && root.host) closed.set(root.host, root);
   const computed = 'computedRole' in Element.prototype;
   const out = [];
   const active = (this.ownerDocument || this).activeElement;
@@ -76,15 +75,19 @@ function (closedRoots) {
     let childrenHidden = hidden;
     if (tag === 'slot' && el.assignedNodes().length) { bits |= FALLBACK_UNUSED; childrenHidden = true; }
     out.push(tag, bits, role, name, value);
-    const shadow = el.shadowRoot || closed.get(el);
+    const shadow = el.shadowRoot;
     if (shadow) for (let c = shadow.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
     for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c, childrenHidden);
   };
 
   if (this.nodeType === 9) {
     for (let c = this.firstElementChild; c; c = c.nextElementSibling) visit(c, false);
+  } else if (this.nodeType === 11) {
+    const hidden = !!this.host.closest('[aria-hidden="true"]');
+    for (let c = this.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
   } else {
     visit(this, !!(this.closest && this.closest('[aria-hidden="true"]')));
   }
-  return out;
+  // One string crosses CDP far faster than an array of 100k values returned by value.
+  return JSON.stringify(out);
 }
