@@ -119,6 +119,7 @@ class Stagehand:
         executable_path: str | None = None,
         args: Sequence[str] = (),
         viewport: dict[str, int] | None = None,
+        _playwright: Any = None,
         **options: Unpack[StagehandOptions],
     ) -> Stagehand:
         """Start a local Chromium and return a Stagehand on a fresh page in it.
@@ -126,16 +127,20 @@ class Stagehand:
         The executable is ``executable_path``, else ``$STAGEHAND_CHROMIUM_PATH``, else
         Playwright's own Chromium if installed, else the system ``/usr/bin/chromium``.
         ``args`` are added to the flags a headless (root, container) session needs.
+        ``_playwright`` (private: the sync API's hook) is an async Playwright to launch with,
+        left running on close.
         """
-        session = await launch_browser(headless=headless, executable_path=executable_path, args=args, viewport=viewport)
+        session = await launch_browser(
+            headless=headless, executable_path=executable_path, args=args, viewport=viewport, playwright=_playwright
+        )
         sh = cls(session.page, _session=session, **options)
         await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
         return sh
 
     @classmethod
-    async def connect(cls, cdp_url: str, **options: Unpack[StagehandOptions]) -> Stagehand:
+    async def connect(cls, cdp_url: str, *, _playwright: Any = None, **options: Unpack[StagehandOptions]) -> Stagehand:
         """Attach to a running Chromium over CDP and drive its first page."""
-        session = await connect_browser(cdp_url)
+        session = await connect_browser(cdp_url, playwright=_playwright)
         return cls(session.page, _session=session, **options)
 
     async def close(self) -> None:

@@ -80,11 +80,15 @@ async def launch_browser(
     args: Sequence[str] = (),
     viewport: dict[str, int] | None = None,
     direct_cdp: bool = True,
+    playwright: Any = None,
 ) -> BrowserSession:
-    """Launch Chromium with Playwright, plus a loopback debugging port for our direct CDP channel."""
-    from playwright.async_api import async_playwright
+    """Launch Chromium with Playwright, plus a loopback debugging port for our direct CDP channel.
 
-    playwright = await async_playwright().start()
+    ``playwright``: an async Playwright to launch with, which the caller keeps (it is not
+    stopped on close); by default one is started here and stopped with the session.
+    """
+    borrowed = playwright is not None
+    playwright = playwright if borrowed else await _start_playwright()
     try:
         try:
             bundled = playwright.chromium.executable_path
@@ -102,7 +106,7 @@ async def launch_browser(
                 f"Chromium at {executable} failed to start: {exc}. If it runs as root or in a container it needs "
                 "--no-sandbox (on by default here); check that the binary runs: `{executable} --headless --version`."
             ) from exc
-        session = BrowserSession(page=None, playwright=playwright, browser=browser, owns_browser=True)
+        session = BrowserSession(page=None, playwright=None if borrowed else playwright, browser=browser, owns_browser=True)
         context = await browser.new_context(viewport=viewport or {"width": 1280, "height": 800})
         session.page = await context.new_page()
         if port is not None:
@@ -112,17 +116,20 @@ async def launch_browser(
                 logger.warning("direct CDP connection unavailable (%r); falling back to Playwright's relay", exc)
         return session
     except BaseException:
-        await playwright.stop()
+        if not borrowed:
+            await playwright.stop()
         raise
 
 
-async def connect_browser(cdp_url: str) -> BrowserSession:
-    """Attach to a running Chromium through its CDP endpoint (``http://host:port`` or ``ws://...``)."""
-    from playwright.async_api import async_playwright
+async def connect_browser(cdp_url: str, *, playwright: Any = None) -> BrowserSession:
+    """Attach to a running Chromium through its CDP endpoint (``http://host:port`` or ``ws://...``).
 
+    ``playwright`` as for :func:`launch_browser`.
+    """
     if not cdp_url.startswith(("http://", "https://", "ws://", "wss://")):
         raise ConfigurationError(f"cdp_url must start with http://, https://, ws:// or wss://, got {cdp_url!r}.")
-    playwright = await async_playwright().start()
+    borrowed = playwright is not None
+    playwright = playwright if borrowed else await _start_playwright()
     try:
         try:
             browser = await playwright.chromium.connect_over_cdp(cdp_url)
@@ -130,7 +137,7 @@ async def connect_browser(cdp_url: str) -> BrowserSession:
             raise BrowserError(f"Could not connect to a browser at {cdp_url}: {exc}. Is it running with --remote-debugging-port?") from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
         page = context.pages[0] if context.pages else await context.new_page()
-        session = BrowserSession(page=page, playwright=playwright, browser=browser)
+        session = BrowserSession(page=page, playwright=None if borrowed else playwright, browser=browser)
         try:
             ws_url = cdp_url if cdp_url.startswith("ws") and "/devtools/browser/" in cdp_url else await _browser_ws_url(cdp_url)
             session.direct = await DirectConnection.open(ws_url)
@@ -138,5 +145,12 @@ async def connect_browser(cdp_url: str) -> BrowserSession:
             logger.debug("direct CDP connection unavailable for %s (%r); using Playwright's relay", cdp_url, exc)
         return session
     except BaseException:
-        await playwright.stop()
+        if not borrowed:
+            await playwright.stop()
         raise
+
+
+async def _start_playwright() -> Any:
+    from playwright.async_api import async_playwright
+
+    return await async_playwright().start()

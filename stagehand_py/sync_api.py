@@ -1,0 +1,260 @@
+"""The sync API: :class:`Stagehand` for sync Playwright code (scripts, notebooks, pytest-playwright).
+
+::
+
+    from playwright.sync_api import sync_playwright
+    from stagehand_py.sync_api import Stagehand
+
+    with sync_playwright() as p:
+        page = p.chromium.launch().new_page()
+        page.goto("https://example.com")
+        print(Stagehand(page).snapshot().tree)
+
+    with Stagehand.launch() as stagehand:          # or let stagehand_py start Chromium
+        stagehand.page.goto("https://example.com")
+
+Every method forwards to the async :class:`stagehand_py.Stagehand`, which runs on the loop
+Playwright's sync API already drives (see :mod:`stagehand_py._sync_bridge`): the two APIs
+share one implementation, return the same values and raise the same errors.
+
+Like sync Playwright itself, this cannot be used while an asyncio loop runs in the same
+thread (inside ``async def`` code use the async API), and a Stagehand belongs to the thread
+that made its page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Coroutine, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
+
+from pydantic import BaseModel
+
+from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
+from ._logging import logger
+from ._stagehand import Stagehand as AsyncStagehand
+from ._stagehand import StagehandOptions
+from ._sync_bridge import async_view, run_sync, sync_view
+from ._types import Action, ActResult, Variables
+from .llm import Metrics
+from .snapshot._model import Snapshot
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page as SyncPage
+    from playwright.sync_api import Playwright as SyncPlaywright
+
+__all__ = ["Stagehand"]
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+class Stagehand:
+    """Drive one sync Playwright page with natural language: the sync twin of
+    :class:`stagehand_py.Stagehand`, with the same methods, options, results and errors.
+
+    - ``Stagehand(page)`` wraps your sync Playwright ``Page`` (pytest-playwright's ``page``
+      fixture too); :meth:`close` leaves your page and browser alone.
+    - ``Stagehand.launch()`` starts sync Playwright and a local headless Chromium, both ended
+      by :meth:`close`.
+    - ``Stagehand.connect("http://127.0.0.1:9222")`` attaches to a running browser.
+
+    Use it as a context manager to close it automatically.
+    """
+
+    def __init__(
+        self,
+        page: SyncPage,
+        *,
+        model: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        self_heal: bool = True,
+        token_budget: int = 16_000,
+        dom_settle_timeout: float = 5.0,
+        llm_options: Mapping[str, Any] | None = None,
+        _core: AsyncStagehand | None = None,
+        _playwright: SyncPlaywright | None = None,
+    ) -> None:
+        """Wrap a sync Playwright ``Page``; the options are those of :class:`stagehand_py.Stagehand`."""
+        from playwright.sync_api import Page as SyncPageClass
+
+        if not isinstance(page, SyncPageClass):
+            raise InvalidArgumentError(
+                f"stagehand_py.sync_api.Stagehand(page) needs a sync Playwright Page, got {type(page).__name__}. "
+                "For an async Page use stagehand_py.Stagehand; to start a browser use Stagehand.launch()."
+            )
+        self._page = page
+        self._playwright = _playwright  # a sync Playwright we started, stopped by close()
+        if _core is None:
+            view = async_view(page)
+
+            async def make() -> AsyncStagehand:  # built on Playwright's loop, where it will run
+                return AsyncStagehand(
+                    view,
+                    model=model,
+                    api_key=api_key,
+                    base_url=base_url,
+                    cache_dir=cache_dir,
+                    self_heal=self_heal,
+                    token_budget=token_budget,
+                    dom_settle_timeout=dom_settle_timeout,
+                    llm_options=llm_options,
+                )
+
+            _core = run_sync(page, make())
+        self._core = _core
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return run_sync(self._page, coro)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    @classmethod
+    def launch(
+        cls,
+        *,
+        headless: bool = True,
+        executable_path: str | None = None,
+        args: Sequence[str] = (),
+        viewport: dict[str, int] | None = None,
+        **options: Unpack[StagehandOptions],
+    ) -> Stagehand:
+        """Start sync Playwright and a local Chromium; see :meth:`stagehand_py.Stagehand.launch`."""
+        playwright = _start_sync_playwright("Stagehand.launch()")
+        try:
+            core = run_sync(
+                playwright,
+                AsyncStagehand.launch(
+                    headless=headless,
+                    executable_path=executable_path,
+                    args=args,
+                    viewport=viewport,
+                    _playwright=async_view(playwright),
+                    **options,
+                ),
+            )
+            return cls(sync_view(core.page), _core=core, _playwright=playwright)
+        except BaseException:
+            playwright.stop()
+            raise
+
+    @classmethod
+    def connect(cls, cdp_url: str, **options: Unpack[StagehandOptions]) -> Stagehand:
+        """Attach to a running Chromium over CDP; see :meth:`stagehand_py.Stagehand.connect`."""
+        playwright = _start_sync_playwright("Stagehand.connect()")
+        try:
+            core = run_sync(playwright, AsyncStagehand.connect(cdp_url, _playwright=async_view(playwright), **options))
+            return cls(sync_view(core.page), _core=core, _playwright=playwright)
+        except BaseException:
+            playwright.stop()
+            raise
+
+    def close(self) -> None:
+        """Release what this Stagehand opened (and the browser and Playwright it started)."""
+        try:
+            self._run(self._core.close())
+        except PageClosedError as exc:  # Playwright already stopped: nothing left to release there
+            logger.debug("sync Stagehand closed after its Playwright stopped: %s", exc)
+        finally:
+            playwright, self._playwright = self._playwright, None
+            if playwright is not None:
+                playwright.stop()
+
+    def __enter__(self) -> Stagehand:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def page(self) -> SyncPage:
+        """The sync Playwright ``Page`` this Stagehand drives."""
+        return self._page
+
+    @property
+    def metrics(self) -> Metrics:
+        """Model usage of this Stagehand; see :attr:`stagehand_py.Stagehand.metrics`."""
+        return self._core.metrics
+
+    # --- verbs ---------------------------------------------------------------------------
+
+    def snapshot(self, *, selector: str | None = None, confidence: bool = False) -> Snapshot:
+        """Capture the page; see :meth:`stagehand_py.Stagehand.snapshot`."""
+        return self._run(self._core.snapshot(selector=selector, confidence=confidence))
+
+    def observe(
+        self,
+        instruction: str | None = None,
+        *,
+        variables: Variables | None = None,
+        selector: str | None = None,
+        ignore_selectors: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> list[Action]:
+        """Find elements and their actions; see :meth:`stagehand_py.Stagehand.observe`."""
+        return self._run(
+            self._core.observe(
+                instruction, variables=variables, selector=selector, ignore_selectors=ignore_selectors, timeout=timeout
+            )
+        )
+
+    def act(
+        self,
+        action: Action | str,
+        *,
+        variables: Variables | None = None,
+        timeout: float | None = None,
+    ) -> ActResult:
+        """Run an Action, or plan one from an instruction; see :meth:`stagehand_py.Stagehand.act`."""
+        return self._run(self._core.act(action, variables=variables, timeout=timeout))
+
+    @overload
+    def extract(
+        self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ..., timeout: float | None = ...
+    ) -> M: ...
+
+    @overload
+    def extract(
+        self,
+        instruction: str | None = ...,
+        schema: dict[str, Any] | None = ...,
+        *,
+        selector: str | None = ...,
+        timeout: float | None = ...,
+    ) -> Any: ...
+
+    def extract(
+        self,
+        instruction: str | None = None,
+        schema: type[BaseModel] | dict[str, Any] | None = None,
+        *,
+        selector: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
+        return self._run(self._core.extract(instruction, schema, selector=selector, timeout=timeout))
+
+    def __repr__(self) -> str:
+        return f"<stagehand_py.sync_api.Stagehand page={self._page.url!r}>"
+
+
+def _start_sync_playwright(what: str) -> SyncPlaywright:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    try:
+        return sync_playwright().start()
+    except PlaywrightError as exc:
+        if "asyncio loop" not in exc.message:
+            raise
+        raise ConfigurationError(
+            f"sync {what} cannot start Playwright here: an asyncio loop is running in this thread "
+            "(async code, or another sync Playwright that is still open). In async code use "
+            "`await stagehand_py.Stagehand.launch()`; with a sync Playwright already running, wrap its page: "
+            "`stagehand_py.sync_api.Stagehand(page)`."
+        ) from exc
