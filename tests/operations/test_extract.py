@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from _server import Response
 from pydantic import BaseModel, HttpUrl
 
 from stagehand_py import InvalidSchemaError, OutputValidationError, Stagehand
 from stagehand_py.testing import FunctionLLM, ScriptedLLM, capture_requests
 
-from _server import Response
 from ._ops import find_id, first_user, request_tokens
 
 
