@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -75,12 +77,24 @@ class Target:
 CALL_TIMEOUT = 120.0
 
 
+async def _within(coro: Awaitable, seconds: float):
+    """Like ``asyncio.wait_for``, but gives up even when the awaited code ignores
+    cancellation (wait_for would then wait for it forever)."""
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # no "never retrieved"
+        raise asyncio.TimeoutError
+    return task.result()
+
+
 async def time_calls(call: Callable[[], Awaitable[str]], runs: int, engine: str) -> Result:
     """One cold call, then ``runs`` warm ones; the output's length is taken from the last."""
     times, text = [], ""
     for _ in range(runs + 1):
         t0 = time.perf_counter()
-        text = await asyncio.wait_for(call(), CALL_TIMEOUT)
+        text = await _within(call(), CALL_TIMEOUT)
         times.append((time.perf_counter() - t0) * 1000)
     return Result(engine, times[0], times[1:], len(text))
 
@@ -264,6 +278,12 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
         except ImportError as exc:
             notes.append(f"django skipped: {exc} (`pip install -e '.[bench]'` or `pip install django`)")
 
+    def on_sigterm(*_: object) -> None:
+        for cleanup in cleanups:  # do not leave runserver behind when killed
+            cleanup()
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     results: dict[str, dict[str, Result]] = {}
     sh = None
     try:
@@ -302,7 +322,7 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
 
 async def _close_quietly(sh) -> None:
     try:
-        await asyncio.wait_for(sh.close(), 30)
+        await _within(sh.close(), 30)
     except Exception:
         pass  # a wedged browser must not cost us the report; our process exit ends it anyway
 
