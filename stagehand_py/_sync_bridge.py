@@ -16,6 +16,9 @@ which fails naming the internal that moved, and checked again here at first use
 - ``playwright._impl._async_base.mapping`` / ``playwright._impl._sync_base.mapping``: the
   ``ImplToApiMapping`` singletons that turn impl objects into async / sync API objects
   (``from_impl``, ``from_maybe_impl``, ``_mapping``);
+- ``playwright._impl._greenlets.run_in_greenlet`` / ``EventGreenlet``: how Playwright runs a
+  user callback from its loop so that the callback may make sync calls; we run the user's
+  agent tools and callbacks the same way (:func:`in_playwright_greenlet`);
 - ``playwright._impl._impl_to_api_mapping.API_ATTR``: the attribute on an impl object that
   caches *its* API wrapper. Both flavours share it, so once the user's sync code has seen a
   ``BrowserContext``, async code asking for the same impl would get the *sync* wrapper (and
@@ -27,13 +30,21 @@ which fails naming the internal that moved, and checked again here at first use
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from ._errors import ConfigurationError, PageClosedError
 
-__all__ = ["PlaywrightInternalsChanged", "check_internals", "async_view", "sync_view", "run_sync"]
+__all__ = [
+    "PlaywrightInternalsChanged",
+    "check_internals",
+    "async_view",
+    "sync_view",
+    "run_sync",
+    "in_playwright_greenlet",
+]
 
 T = TypeVar("T")
 
@@ -66,6 +77,10 @@ def check_internals() -> None:
                 missing.append(f"{module.__name__}.mapping.{attr}")
     if not callable(getattr(_sync_base.SyncBase, "_sync", None)):
         missing.append("playwright._impl._sync_base.SyncBase._sync")
+    try:
+        from playwright._impl._greenlets import EventGreenlet, run_in_greenlet  # noqa: F401
+    except ImportError:
+        missing.append("playwright._impl._greenlets.run_in_greenlet/EventGreenlet")
     if missing:
         raise PlaywrightInternalsChanged(
             "stagehand_py.sync_api relies on Playwright internals that this Playwright no longer has: "
@@ -161,3 +176,20 @@ def run_sync(dispatcher: Any, coro: Coroutine[Any, Any, T]) -> T:
             raise PageClosedError(f"The Playwright behind this page stopped during the call: {exc.message}") from exc
         raise
     return result
+
+
+def in_playwright_greenlet(fn: Callable[..., Any], *, swap: Mapping[int, Any]) -> Callable[..., Any]:
+    """``fn`` for the async core to call from Playwright's loop: it runs in a greenlet of its
+    own (as Playwright runs sync event handlers), so it may make sync Playwright calls, and the
+    call returns a future the core awaits. Arguments whose ``id`` is in ``swap`` are replaced
+    (the async Stagehand by its sync facade). ``functools.wraps`` keeps ``fn``'s name, doc and
+    signature for tool schemas."""
+    from playwright._impl._greenlets import EventGreenlet, run_in_greenlet
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(swap.get(id(a), a) for a in args)
+        kwargs = {k: swap.get(id(v), v) for k, v in kwargs.items()}
+        return run_in_greenlet(EventGreenlet, lambda: fn(*args, **kwargs))
+
+    return call

@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
 
 from pydantic import BaseModel
 
@@ -35,16 +36,20 @@ from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
 from ._stagehand import Stagehand as AsyncStagehand
 from ._stagehand import StagehandOptions
-from ._sync_bridge import async_view, run_sync, sync_view
+from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, Variables
 from .llm import Metrics
 from .snapshot._model import Snapshot
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .agent import Agent as AsyncAgent
+    from .agent import AgentEvent, AgentMode, AgentResult, EvaluateResult
     from playwright.sync_api import Page as SyncPage
     from playwright.sync_api import Playwright as SyncPlaywright
 
-__all__ = ["Stagehand"]
+__all__ = ["Stagehand", "Agent"]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -239,8 +244,109 @@ class Stagehand:
         """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
         return self._run(self._core.extract(instruction, schema, selector=selector, timeout=timeout))
 
+    # --- agent and judge -------------------------------------------------------------------
+
+    def agent(
+        self,
+        *,
+        model: Any = None,
+        system_prompt: str | None = None,
+        tools: Sequence[Any] | None = None,
+        mode: Literal["dom", "cua"] = "dom",
+        allowed_domains: Sequence[str] | None = None,
+        **options: Any,
+    ) -> Agent:
+        """A tool-using agent on this page; see :meth:`stagehand_py.Stagehand.agent`.
+
+        Plain-function ``tools``, ``callbacks`` and ``on_safety_check`` run where sync
+        Playwright calls work (one of Playwright's callback greenlets); a tool parameter named
+        ``stagehand`` receives this sync Stagehand.
+        """
+        tools = None if tools is None else [self._for_core(t) if _is_plain_callable(t) else t for t in tools]
+        if callable(options.get("on_safety_check")):
+            options["on_safety_check"] = self._for_core(options["on_safety_check"])
+        core = self._run(self._make_agent(model, system_prompt, tools, mode, allowed_domains, options))
+        return Agent(self, core)
+
+    async def _make_agent(self, model: Any, system_prompt: Any, tools: Any, mode: Any, domains: Any, options: Any) -> AsyncAgent:
+        return self._core.agent(
+            model=model, system_prompt=system_prompt, tools=tools, mode=mode, allowed_domains=domains, **options
+        )
+
+    def _for_core(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` made callable from the async core: in a Playwright greenlet, this facade for the core."""
+        return in_playwright_greenlet(fn, swap={id(self._core): self})
+
+    def evaluate(
+        self, question: str, *, screenshot: bool = True, model: Any = None, timeout: float | None = None
+    ) -> EvaluateResult:
+        """Ask a judge model a yes/no question about the page; see :meth:`stagehand_py.Stagehand.evaluate`."""
+        return self._run(self._core.evaluate(question, screenshot=screenshot, model=model, timeout=timeout))
+
     def __repr__(self) -> str:
         return f"<stagehand_py.sync_api.Stagehand page={self._page.url!r}>"
+
+
+class Agent:
+    """The sync face of :class:`stagehand_py.agent.Agent`; make one with :meth:`Stagehand.agent`."""
+
+    def __init__(self, stagehand: Stagehand, core: AsyncAgent) -> None:
+        self._stagehand = stagehand
+        self._core = core
+
+    @property
+    def mode(self) -> AgentMode:
+        return self._core.mode
+
+    def execute(
+        self,
+        instruction: str,
+        *,
+        max_steps: int = 20,
+        variables: Variables | None = None,
+        output: type[BaseModel] | dict[str, Any] | None = None,
+        timeout: float | None = None,
+        callbacks: Callable[[AgentEvent], Any] | Sequence[Callable[[AgentEvent], Any]] | None = None,
+        checkpoint_path: str | Path | None = None,
+    ) -> AgentResult:
+        """Run the task; see :meth:`stagehand_py.agent.Agent.execute`."""
+        return self._stagehand._run(
+            self._core.execute(
+                instruction,
+                max_steps=max_steps,
+                variables=variables,
+                output=output,
+                timeout=timeout,
+                callbacks=self._callbacks(callbacks),
+                checkpoint_path=checkpoint_path,
+            )
+        )
+
+    def stream(self, instruction: str, **options: Any) -> Iterator[AgentEvent]:
+        """Run the task and yield its events; see :meth:`stagehand_py.agent.Agent.stream`."""
+        if "callbacks" in options:
+            options["callbacks"] = self._callbacks(options["callbacks"])
+        events = self._core.stream(instruction, **options)
+        try:
+            while True:
+                try:
+                    yield self._stagehand._run(events.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            self._stagehand._run(events.aclose())
+
+    def _callbacks(self, callbacks: Any) -> Any:
+        if callbacks is None:
+            return None
+        listed = [callbacks] if callable(callbacks) else list(callbacks)
+        return [self._stagehand._for_core(cb) for cb in listed]
+
+
+def _is_plain_callable(obj: Any) -> bool:
+    from .agent import Tool
+
+    return callable(obj) and not isinstance(obj, Tool)
 
 
 def _start_sync_playwright(what: str) -> SyncPlaywright:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from types import SimpleNamespace
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -232,7 +233,53 @@ def test_sync_class_mirrors_every_public_async_member() -> None:
         if name != "__init__":
             returns = inspect.signature(member).return_annotation
             assert inspect.signature(mirrored).return_annotation == returns, f"{name} return type drifted"
-            assert inspect.iscoroutinefunction(member) and not inspect.iscoroutinefunction(mirrored)
+            assert not inspect.iscoroutinefunction(mirrored), f"sync_api.Stagehand.{name} must not be async"
         checked += 1
-    assert checked >= 5  # __init__, launch, connect, close, snapshot at least
+    assert checked >= 9  # __init__, launch, connect, close, snapshot, observe, act, extract, agent, evaluate
     assert callable(sync_cls.__enter__) and callable(sync_cls.__exit__)  # `with` for `async with`
+
+
+def test_observe_act_extract_with_a_scripted_model(sync_page: Page, server: Any) -> None:
+    from pydantic import BaseModel
+
+    from operations._ops import element, find_id
+    from stagehand_py.testing import FunctionLLM
+
+    class Heading(BaseModel):
+        heading: str
+
+    def model(request: Any) -> dict[str, Any]:
+        if request.purpose == "observe":
+            return {"elements": [element(find_id(request, "textbox: Username"), "fill", ["%user%"], "Username field")]}
+        assert request.purpose == "extract"
+        return {"data": {"heading": "Sign in"}, "instruction_satisfied": True}
+
+    sync_page.goto(server.url("forms.html"))
+    stagehand = sync_api.Stagehand(sync_page, model=FunctionLLM(model))
+    [action] = stagehand.observe("the username field", variables={"user": "ada"})
+    assert action.arguments == ["%user%"] and action.selector.startswith("xpath=")
+    assert stagehand.act(action, variables={"user": "ada"}).success
+    assert sync_page.input_value("#username") == "ada"
+    assert stagehand.extract("the page heading", schema=Heading) == Heading(heading="Sign in")
+    assert stagehand.metrics.by_purpose["observe"].requests == 1
+
+
+def test_agent_tools_may_call_the_sync_api(sync_page: Page, server: Any) -> None:
+    """A plain tool runs in a Playwright greenlet, gets the sync Stagehand, and may make sync calls."""
+    from stagehand_py.testing import FunctionLLM
+
+    sync_page.goto(server.url("forms.html"))
+    stagehand = sync_api.Stagehand(sync_page, model=FunctionLLM(lambda request: {}))
+    seen: list[Any] = []
+
+    def page_title(stagehand: sync_api.Stagehand) -> str:
+        """The page title."""
+        seen.append(stagehand)
+        return stagehand.page.title()  # a sync Playwright call from inside the async core
+
+    agent = stagehand.agent(tools=[page_title])
+    assert isinstance(agent, sync_api.Agent) and agent.mode == "dom"
+    tool = next(t for t in agent._core._user_tools if t.name == "page_title")
+    run = SimpleNamespace(sh=stagehand._core)  # what the agent loop hands a tool: its (async) Stagehand
+    outcome = stagehand._run(tool.run(run, tool.args_model()))
+    assert outcome.text == "Forms" and seen == [stagehand]
