@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
@@ -234,7 +235,7 @@ class Stagehand:
             await install_page_helpers(self._page)
             self._helpers_installed = True
 
-    def _context(self, variables: Variables | None = None) -> OperationContext:
+    def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
         if variables:
             placeholder_descriptions(variables)  # names checked before anything else happens
             self._known_variables.update(variables)
@@ -248,6 +249,7 @@ class Stagehand:
             self_heal=self._self_heal,
             cache=self._cache,
             known_variables=self._known_variables,
+            deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
 
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]]) -> T:
@@ -285,7 +287,7 @@ class Stagehand:
         ``selector`` limits the page to a subtree; ``ignore_selectors`` leave subtrees out.
         """
         instruction = _check_instruction("observe", instruction, required=False)
-        ctx = self._context(variables)
+        ctx = self._context(variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
             ctx, instruction, variables=placeholder_descriptions(variables), selector=selector,
             ignore_selectors=list(ignore_selectors),
@@ -306,11 +308,11 @@ class Stagehand:
         element for the instruction.
         """
         if isinstance(action, Action):
-            ctx = self._context(variables)
+            ctx = self._context(variables, timeout)
             return await self._run("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
         if isinstance(action, str):
             instruction = _check_instruction("act", action, required=True)
-            ctx = self._context(variables)
+            ctx = self._context(variables, timeout)
             return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}))
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
@@ -342,7 +344,7 @@ class Stagehand:
         URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
         """
         instruction = _check_instruction("extract", instruction, required=False)
-        ctx = self._context()
+        ctx = self._context(timeout=timeout)
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector))
 
     # --- agent and judge -------------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -65,6 +66,14 @@ class OperationContext:
     #: Every variable seen by this Stagehand (name -> spec); their values are redacted from
     #: all page text sent to the model, also in later calls that pass no variables.
     known_variables: dict[str, VariableValue] = field(default_factory=dict)
+    #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
+    deadline: float | None = None
+
+    def action_timeout(self, wanted: float) -> float:
+        """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""
+        if self.deadline is None:
+            return wanted
+        return max(0.1, min(wanted, self.deadline - time.monotonic() - 0.3))
 
     def secrets(self) -> list[str]:
         return secret_values(self.known_variables)

@@ -56,7 +56,7 @@ _HEALABLE = (ElementNotFoundError, ActionFailedError, StagehandTimeoutError)
 
 async def _execute(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue], timeout: float) -> None:
     async with watch_page(ctx.page) as watch:
-        await execute_action(ctx.page, action, variables=variables, timeout=timeout)
+        await execute_action(ctx.page, action, variables=variables, timeout=ctx.action_timeout(timeout))
         await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
 
 

@@ -101,8 +101,8 @@ async def test_every_method_through_observe_then_act(page, tmp_path: Path):
 async def test_frames_cross_site_frames_and_shadow_roots(page, server, cross_server):
     await install_page_helpers(page)  # what Stagehand.launch() does before navigating (closed roots)
     targets = {
-        "frames/outer.html": ("textbox: Inner input", "fill", ["deep"], "document.querySelector('iframe').contentDocument"
-                              ".querySelector('iframe').contentDocument.querySelector('input').value", "deep"),
+        "frames/outer.html": ("textbox: Inner input", "fill", ["deep"], ("document.querySelector('iframe').contentDocument"
+                              ".querySelector('iframe').contentDocument.querySelector('input').value"), "deep"),
         "cross_site.html": ("button: Cross-site button", "click", [], None, None),
         "shadow.html": ("button: Closed shadow button", "click", [], None, None),
     }
