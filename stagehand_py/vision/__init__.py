@@ -1,5 +1,30 @@
-"""Vision: what the outline cannot say — a DOM-confidence score and annotated screenshots."""
+"""Vision: what the outline cannot say.
 
+- :func:`measure_dom_confidence` / ``Snapshot.dom_confidence``: how much of a page the
+  accessibility outline can tell a model (0..1; rules in ``_confidence.js``).
+- :func:`annotated_screenshot`: the viewport with numbered boxes around the snapshot's
+  actionable elements; box numbers map to outline element ids.
+- :func:`page_screenshot`: the viewport or one element, for extraction.
+
+Images are capped in size (downscaled, PNG or JPEG by size) and deterministic for one page state.
+"""
+
+from ._annotate import ACTIONABLE_ROLES, Screenshot, actionable_ids, annotated_screenshot, page_screenshot
 from ._confidence import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
+from ._image import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE, Box, estimate_image_tokens
 
-__all__ = ["LOW_CONFIDENCE", "DomConfidence", "measure_dom_confidence"]
+__all__ = [
+    "ACTIONABLE_ROLES",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_PIXELS",
+    "DEFAULT_MAX_SIDE",
+    "LOW_CONFIDENCE",
+    "Box",
+    "DomConfidence",
+    "Screenshot",
+    "actionable_ids",
+    "annotated_screenshot",
+    "estimate_image_tokens",
+    "measure_dom_confidence",
+    "page_screenshot",
+]
