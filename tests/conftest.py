@@ -19,6 +19,9 @@ from playwright.async_api import async_playwright
 from _browser import launch_chromium
 from _server import StaticServer, start_pair
 
+# pytest's own fixture for running pytest on a scratch project (tests/plugin).
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session")
 def _server_pair():

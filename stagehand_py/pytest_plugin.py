@@ -1,0 +1,477 @@
+"""pytest plugin: ``stagehand`` / ``stagehand_sync`` fixtures, model cassettes, failure evidence.
+
+Loaded through the ``pytest11`` entry point whenever stagehand_py is installed, so it does
+nothing until a test asks for one of its fixtures by name (no autouse fixtures) and imports
+Playwright and the rest of stagehand_py only then.
+
+Options (group ``stagehand``):
+
+- ``--stagehand-model``: the model string (default ``$STAGEHAND_MODEL``, else
+  ``openai/gpt-4.1-mini``); ``@pytest.mark.stagehand(model=...)`` overrides it per test and
+  may also be a model object such as ``ScriptedLLM([...])``.
+- ``--stagehand-record none|once|all``: model-call cassettes beside the test module, at
+  ``<module dir>/cassettes/<module>/<test>.json``. ``none`` (default) replays a cassette if
+  there is one and blocks every real model request; ``once`` records what is missing;
+  ``all`` re-records.
+- ``--stagehand-cache-dir``: the action cache directory handed to each ``Stagehand``.
+- ``--stagehand-artifacts``: where failure evidence goes (default ``stagehand-artifacts``).
+
+On a failed test the plugin saves the page's snapshot outline, the model requests and
+responses (secret values redacted) and a screenshot under the artifacts folder, and adds the
+outline and the list of files to the test's report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .testing import CapturedCall
+
+__all__ = ["StagehandTestConfig"]
+
+_RECORD_MODES = ("none", "once", "all")
+_DEFAULT_MODEL = "openai/gpt-4.1-mini"
+_ARTIFACTS_DEFAULT = "stagehand-artifacts"
+#: The report stash key under which the call-phase report of a test is kept.
+_CALL_REPORT = pytest.StashKey["pytest.TestReport"]()
+_TRAFFIC = pytest.StashKey["_ModelTraffic"]()
+_OUTLINE_REPORT_CHARS = 4000
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stagehand", "stagehand_py: natural-language browser tests")
+    group.addoption(
+        "--stagehand-model", dest="stagehand_model", default=None, metavar="PROVIDER/MODEL",
+        help=f"model for the stagehand fixtures (default: $STAGEHAND_MODEL or {_DEFAULT_MODEL}).",
+    )
+    group.addoption(
+        "--stagehand-record", dest="stagehand_record", default="none", choices=_RECORD_MODES,
+        help="model-call cassettes beside each test module: none (replay only, real requests "
+        "blocked; default), once (record missing cassettes), all (re-record every cassette).",
+    )
+    group.addoption(
+        "--stagehand-cache-dir", dest="stagehand_cache_dir", default=None, metavar="DIR",
+        help="action cache directory for the stagehand fixtures (default: no cache).",
+    )
+    group.addoption(
+        "--stagehand-artifacts", dest="stagehand_artifacts", default=_ARTIFACTS_DEFAULT, metavar="DIR",
+        help=f"where a failed test's outline, model calls and screenshot go (default: {_ARTIFACTS_DEFAULT}).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "stagehand(model=None, variables=None): per-test model (string or model object such as "
+        "ScriptedLLM) and variables for the stagehand / stagehand_sync fixtures.",
+    )
+
+
+@dataclass(frozen=True)
+class StagehandTestConfig:
+    """What the ``stagehand`` fixtures were configured with for one test."""
+
+    model: Any
+    variables: dict[str, Any] = field(default_factory=dict)
+    record: str = "none"
+    cache_dir: Path | None = None
+    cassette_path: Path | None = None
+    artifacts_dir: Path = Path(_ARTIFACTS_DEFAULT)
+
+    @property
+    def uses_real_model(self) -> bool:
+        return isinstance(self.model, str)
+
+    @property
+    def secrets(self) -> list[str]:
+        """Values of variables given with a description (the ``VariableSpec`` form): never written down."""
+        return [str(v["value"]) for v in self.variables.values() if isinstance(v, dict) and "value" in v]
+
+
+def _safe_name(text: str, *, limit: int = 120) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "test"
+    return cleaned[:limit]
+
+
+def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
+    config = request.config
+    marker = request.node.get_closest_marker("stagehand")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    unknown = set(kwargs) - {"model", "variables"}
+    if unknown or (marker and marker.args):
+        raise pytest.UsageError(
+            f"@pytest.mark.stagehand takes only model= and variables=, got {sorted(unknown) or list(marker.args)} "
+            f"on {request.node.nodeid}."
+        )
+    model = kwargs.get("model") or config.getoption("stagehand_model") or os.environ.get("STAGEHAND_MODEL") or _DEFAULT_MODEL
+    variables = dict(kwargs.get("variables") or {})
+    cache_opt = config.getoption("stagehand_cache_dir")
+    module_path = Path(str(request.node.path))
+    cassette = module_path.parent / "cassettes" / module_path.stem / f"{_safe_name(request.node.name)}.json"
+    artifacts = Path(config.getoption("stagehand_artifacts"))
+    if not artifacts.is_absolute():
+        artifacts = Path(str(config.rootpath)) / artifacts
+    return StagehandTestConfig(
+        model=model,
+        variables=variables,
+        record=config.getoption("stagehand_record"),
+        cache_dir=Path(cache_opt) if cache_opt else None,
+        cassette_path=cassette,
+        artifacts_dir=artifacts / _safe_name(request.node.nodeid.replace("::", "__").replace("/", "_")),
+    )
+
+
+@pytest.fixture
+def stagehand_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
+    """The resolved model, variables, record mode, cache and artifact paths for this test."""
+    return _resolve_config(request)
+
+
+# --- model traffic: cassettes, the kill switch, capture ------------------------------------------
+
+
+class _ModelTraffic:
+    """For one test: cassette or kill switch, and every model call captured for evidence."""
+
+    def __init__(self, cfg: StagehandTestConfig) -> None:
+        from .testing import block_model_requests, capture_requests, use_cassette
+
+        self.cfg = cfg
+        self.calls: list[CapturedCall] = []
+        self.cassette_used = False
+        self._stack: list[Any] = []
+        assert cfg.cassette_path is not None
+        exists = cfg.cassette_path.exists()
+        recording = cfg.uses_real_model and (cfg.record == "all" or (cfg.record == "once" and not exists))
+        self.recording = recording
+        managers: list[Any] = [capture_requests()]
+        if cfg.uses_real_model and (recording or exists):
+            mode = "none" if cfg.record == "none" else cfg.record
+            managers.append(use_cassette(cfg.cassette_path, mode=mode, secrets=cfg.secrets))  # type: ignore[arg-type]
+            self.cassette_used = True
+        if not recording:
+            managers.append(block_model_requests())
+        self._managers = managers
+
+    def __enter__(self) -> _ModelTraffic:
+        for manager in self._managers:
+            value = manager.__enter__()
+            if isinstance(value, list):
+                self.calls = value
+            self._stack.append(manager)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        while self._stack:
+            self._stack.pop().__exit__(None, None, None)
+
+    def how_to_record(self) -> str:
+        path = self.cfg.cassette_path
+        if not self.cfg.uses_real_model:
+            return ""
+        return (
+            f"No model answer is available for this test: the cassette {path} "
+            f"{'has no matching recording' if path is not None and path.exists() else 'does not exist'} and "
+            "--stagehand-record is 'none', so real model requests are blocked. Record it once with a real key, "
+            f"e.g. `OPENAI_API_KEY=... pytest {{nodeid}} --stagehand-record once` (model {self.cfg.model!r}), "
+            "and commit the cassette; or give the test a scripted model with "
+            "@pytest.mark.stagehand(model=ScriptedLLM([...]))."
+        )
+
+
+def _client_for(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
+    """The model handed to ``Stagehand``: an ``LLMClient`` for model strings, else the object itself."""
+    from ._errors import ConfigurationError
+    from .llm import LLMClient
+
+    if not cfg.uses_real_model:
+        return cfg.model
+    try:
+        return LLMClient(cfg.model, secrets=cfg.secrets)
+    except ConfigurationError as exc:
+        if traffic.recording or "no API key" not in str(exc):
+            raise
+        # Replaying (or blocked): the key is never sent anywhere, the SDK only insists on one.
+        return LLMClient(cfg.model, api_key="stagehand-replay-no-key", secrets=cfg.secrets)
+
+
+def _stagehand_kwargs(cls: Any, cfg: StagehandTestConfig, model: Any) -> dict[str, Any]:
+    """The constructor options this ``Stagehand`` class accepts, from the test's configuration."""
+    offered = {"model": model, "variables": cfg.variables or None, "cache_dir": cfg.cache_dir}
+    params = inspect.signature(cls.__init__).parameters
+    return {k: v for k, v in offered.items() if k in params and v is not None}
+
+
+# --- failure evidence ------------------------------------------------------------------------------
+
+
+def _calls_record(calls: list[CapturedCall], secrets: list[str]) -> list[dict[str, Any]]:
+    from .llm import Redactor
+    from .llm._inference_log import request_record
+
+    redactor = Redactor(secrets)
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        entry: dict[str, Any] = {"model": call.model, "request": request_record(call.request), "response": None, "error": None}
+        if call.response is not None:
+            r = call.response
+            entry["response"] = {"text": r.text, "output": r.output, "refusal": r.refusal, "usage": r.usage.model_dump()}
+        if call.error is not None:
+            entry["error"] = {"type": type(call.error).__name__, "message": str(call.error)}
+        out.append(redactor.data(entry))
+    return out
+
+
+def _write_evidence(
+    item: pytest.Item, cfg: StagehandTestConfig, *, outline: str | None, screenshot: bytes | None,
+    calls: list[CapturedCall], problems: list[str],
+) -> None:
+    from .llm import Redactor
+
+    redactor = Redactor(cfg.secrets)
+    folder = cfg.artifacts_dir
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    files: list[str] = []
+    if outline is not None:
+        outline = redactor.text(outline)
+        (folder / "outline.txt").write_text(outline, encoding="utf-8")
+        files.append("outline.txt")
+    if screenshot is not None:
+        (folder / "screenshot.png").write_bytes(screenshot)
+        files.append("screenshot.png")
+    records = _calls_record(calls, cfg.secrets)
+    (folder / "model_calls.json").write_text(json.dumps(records, indent=2, default=str, ensure_ascii=False), encoding="utf-8")
+    files.append("model_calls.json")
+    report = item.stash.get(_CALL_REPORT, None)
+    if report is None:
+        return
+    lines = [f"folder: {folder}", *(f"  {name}" for name in files), f"model calls: {len(records)}"]
+    lines += [f"not captured: {p}" for p in problems]
+    report.sections.append(("stagehand artifacts", "\n".join(lines)))
+    if outline:
+        shown = outline if len(outline) <= _OUTLINE_REPORT_CHARS else outline[:_OUTLINE_REPORT_CHARS] + "\n... (truncated; full outline in outline.txt)"
+        report.sections.append(("stagehand snapshot outline", shown))
+    if records:
+        last = records[-1]
+        report.sections.append(("stagehand last model call", json.dumps(
+            {"purpose": last["request"]["purpose"], "response": last["response"], "error": last["error"]},
+            indent=2, default=str, ensure_ascii=False)[:_OUTLINE_REPORT_CHARS]))
+
+
+def _failed(item: pytest.Item) -> bool:
+    report = item.stash.get(_CALL_REPORT, None)
+    return report is not None and report.failed
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if call.when == "call":
+        item.stash[_CALL_REPORT] = report
+    return report
+
+
+def _blocked_in_chain(exc: BaseException) -> BaseException | None:
+    from ._errors import CassetteError, ModelRequestBlockedError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ModelRequestBlockedError | CassetteError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    except Exception as exc:
+        traffic = item.stash.get(_TRAFFIC, None)
+        if traffic is None or traffic.recording or _blocked_in_chain(exc) is None:
+            raise
+        from ._errors import ModelRequestBlockedError
+
+        hint = traffic.how_to_record().replace("{nodeid}", item.nodeid)
+        if not hint:
+            raise
+        raise ModelRequestBlockedError(f"{hint} (underlying error: {type(exc).__name__}: {exc})") from exc
+
+
+# --- browsers --------------------------------------------------------------------------------------
+
+
+def _uses_plugin_page(config: pytest.Config, name: str) -> bool:
+    return bool(config.pluginmanager.has_plugin(name))
+
+
+async def _async_evidence(item: pytest.Item, cfg: StagehandTestConfig, sh: Any, calls: list[CapturedCall]) -> None:
+    outline = screenshot = None
+    problems: list[str] = []
+    try:
+        outline = (await asyncio.wait_for(sh.snapshot(), 30)).tree
+    except Exception as exc:  # evidence is best effort: the test already failed for its own reason
+        problems.append(f"outline ({type(exc).__name__}: {exc})")
+    try:
+        screenshot = await sh.page.screenshot(full_page=True, timeout=15_000)
+    except Exception as exc:
+        problems.append(f"screenshot ({type(exc).__name__}: {exc})")
+    _write_evidence(item, cfg, outline=outline, screenshot=screenshot, calls=calls, problems=problems)
+
+
+def _sync_evidence(item: pytest.Item, cfg: StagehandTestConfig, sh: Any, calls: list[CapturedCall]) -> None:
+    outline = screenshot = None
+    problems: list[str] = []
+    try:
+        outline = sh.snapshot().tree
+    except Exception as exc:
+        problems.append(f"outline ({type(exc).__name__}: {exc})")
+    try:
+        screenshot = sh.page.screenshot(full_page=True, timeout=15_000)
+    except Exception as exc:
+        problems.append(f"screenshot ({type(exc).__name__}: {exc})")
+    _write_evidence(item, cfg, outline=outline, screenshot=screenshot, calls=calls, problems=problems)
+
+
+def _missing_pytest_asyncio(*_: Any, **__: Any) -> Any:
+    pytest.fail(
+        "the `stagehand` fixture is async and needs pytest-asyncio (pip install pytest-asyncio); "
+        "or use `stagehand_sync` in a plain test.",
+        pytrace=False,
+    )
+
+
+try:
+    import pytest_asyncio
+except ImportError:  # the async fixtures explain themselves when requested
+    pytest_asyncio = None  # type: ignore[assignment]
+
+
+if pytest_asyncio is not None:
+
+    @pytest_asyncio.fixture(scope="session", loop_scope="session")
+    async def stagehand_browser() -> AsyncIterator[Any]:
+        """A headless Chromium for the whole session (async Playwright), launched the way
+        ``Stagehand.launch()`` does; each ``stagehand`` test gets its own context in it."""
+        from .browser._session import launch_browser
+
+        session = await launch_browser(direct_cdp=False)
+        try:
+            await session.page.context.close()  # launch_browser's own first page: not needed
+            yield session.browser
+        finally:
+            await session.close()
+
+    @pytest_asyncio.fixture(loop_scope="session")
+    async def stagehand_context(stagehand_browser: Any) -> AsyncIterator[Any]:
+        """A fresh browser context in the plugin's own Chromium, closed after the test."""
+        context = await stagehand_browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            yield context
+        finally:
+            await context.close()
+
+    @pytest_asyncio.fixture(loop_scope="session")
+    async def _stagehand_own_page(stagehand_context: Any) -> Any:
+        return await stagehand_context.new_page()
+
+    @pytest_asyncio.fixture(loop_scope="session")
+    async def stagehand(request: pytest.FixtureRequest, stagehand_config: StagehandTestConfig, _stagehand_async_page: Any) -> AsyncIterator[Any]:
+        """An async ``Stagehand`` on a fresh page: pytest-playwright-asyncio's ``page`` when
+        that plugin is active, else a new context in the plugin's own Chromium."""
+        from ._stagehand import Stagehand
+
+        item = request.node
+        with _ModelTraffic(stagehand_config) as traffic:
+            item.stash[_TRAFFIC] = traffic
+            model = _client_for(stagehand_config, traffic)
+            sh = Stagehand(_stagehand_async_page, **_stagehand_kwargs(Stagehand, stagehand_config, model))
+            try:
+                yield sh
+                if _failed(item):
+                    await _async_evidence(item, stagehand_config, sh, traffic.calls)
+            finally:
+                await sh.close()
+
+else:
+    stagehand_browser = pytest.fixture(scope="session")(_missing_pytest_asyncio)
+    stagehand_context = pytest.fixture(_missing_pytest_asyncio)
+    stagehand = pytest.fixture(_missing_pytest_asyncio)
+
+
+@pytest.fixture
+def _stagehand_async_page(request: pytest.FixtureRequest) -> Any:
+    # A sync fixture, so that it may pick an async fixture at run time (an async fixture cannot
+    # call getfixturevalue on another async fixture); pytest-asyncio runs the one it picks.
+    if _uses_plugin_page(request.config, "playwright-asyncio"):
+        return request.getfixturevalue("page")
+    return request.getfixturevalue("_stagehand_own_page")
+
+
+@pytest.fixture(scope="session")
+def stagehand_sync_browser() -> Iterator[Any]:
+    """A headless Chromium for the whole session (sync Playwright) for ``stagehand_sync``."""
+    from playwright.sync_api import sync_playwright
+
+    from .browser._chromium import DEFAULT_CHROMIUM_ARGS, find_chromium
+
+    playwright = sync_playwright().start()
+    try:
+        try:
+            bundled = playwright.chromium.executable_path
+        except Exception:  # no Playwright browser installed: the system one is fine
+            bundled = None
+        browser = playwright.chromium.launch(
+            executable_path=find_chromium(None, playwright_path=bundled), headless=True, args=list(DEFAULT_CHROMIUM_ARGS)
+        )
+        yield browser
+        browser.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.fixture
+def stagehand_sync(request: pytest.FixtureRequest, stagehand_config: StagehandTestConfig) -> Iterator[Any]:
+    """A sync ``Stagehand`` (``stagehand_py.sync_api``) on a fresh page: pytest-playwright's
+    ``page`` when that plugin is active, else a new context in the plugin's own Chromium."""
+    from .sync_api import Stagehand
+
+    context = None
+    if _uses_plugin_page(request.config, "playwright"):
+        page = request.getfixturevalue("page")
+    else:
+        browser = request.getfixturevalue("stagehand_sync_browser")
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+    item = request.node
+    try:
+        with _ModelTraffic(stagehand_config) as traffic:
+            item.stash[_TRAFFIC] = traffic
+            sh = Stagehand(page, **_stagehand_kwargs(Stagehand, stagehand_config, _client_for(stagehand_config, traffic)))
+            try:
+                yield sh
+                if _failed(item):
+                    _sync_evidence(item, stagehand_config, sh, traffic.calls)
+            finally:
+                sh.close()
+    finally:
+        if context is not None:
+            context.close()
