@@ -78,18 +78,23 @@ class DomainGuard:
         self.blocked: list[BlockedRequest] = []
         self._unread = 0
         self._installed = False
+        self._popups: list[Any] = []
+        self._popup_blocked = False
 
     def allows(self, url: str) -> bool:
         return url_allowed(url, self.patterns)
 
     async def install(self) -> None:
         await self._context.route("**/*", self._handle)
+        self._context.on("page", self._on_page)
         self._installed = True
 
     async def uninstall(self) -> None:
         if not self._installed:
             return
         self._installed = False
+        self._context.remove_listener("page", self._on_page)
+        await self.sweep()
         try:
             await self._context.unroute("**/*", self._handle)
         except Exception as exc:  # the context may be closed already
@@ -114,16 +119,34 @@ class DomainGuard:
             await route.fallback()
             return
         kind = "request"
-        page = None
         if request.is_navigation_request():
-            frame = request.frame
-            page = frame.page
-            is_main_frame = frame.parent_frame is None
-            kind = "popup" if is_main_frame and page is not self._main_page else "navigation"
-        self.record(url, kind, request.resource_type)
-        await route.abort("blockedbyclient")
-        if kind == "popup" and page is not None:
             try:
-                await page.close()
-            except Exception as exc:  # already closed
-                logger.debug("allowed_domains: closing blocked popup failed: %s", exc)
+                frame = request.frame
+            except Exception:
+                # A new tab's first navigation has no frame yet: Playwright refuses to give one.
+                kind = "popup"
+            else:
+                is_main_frame = frame.parent_frame is None
+                kind = "popup" if is_main_frame and frame.page is not self._main_page else "navigation"
+        self.record(url, kind, request.resource_type)
+        if kind == "popup":
+            self._popup_blocked = True
+        await route.abort("blockedbyclient")
+
+    def _on_page(self, page: Any) -> None:
+        self._popups.append(page)
+
+    async def sweep(self) -> None:
+        """Close the tabs that were opened to a blocked address (they show an error or a blank page)."""
+        if not self._popup_blocked:
+            return
+        self._popup_blocked = False
+        blocked_urls = {b.url for b in self.blocked if b.kind == "popup"}
+        for page in self._popups:
+            if page is self._main_page or page.is_closed():
+                continue
+            if page.url in blocked_urls or page.url == "about:blank" or page.url.startswith("chrome-error:"):
+                try:
+                    await page.close()
+                except Exception as exc:  # already closed
+                    logger.debug("allowed_domains: closing blocked popup failed: %s", exc)

@@ -620,7 +620,9 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     except TestDoubleError:
         raise
     except Exception as exc:
-        outcome = ToolOutcome(ok=False, text=f"{type(exc).__name__}: {exc}", error=exc)
+        # Playwright's call log repeats the call (typed text included): the first line says it all.
+        message = str(exc).split("\nCall log:", 1)[0].strip()
+        outcome = ToolOutcome(ok=False, text=f"{type(exc).__name__}: {message}", error=exc)
     outcome.text = run.redact(outcome.text)
     if outcome.image is not None:
         run.pending_images.append(outcome.image)
@@ -678,6 +680,7 @@ async def _notices(run: Run, state: PageState, fence: Fence) -> list[str]:
     if run.failures.consecutive >= run.failures.show_elements_after:
         notices.append(P.failures_message(run.failures.consecutive, _visible_elements(state.outline), fence))
     if run.guard is not None:
+        await run.guard.sweep()
         blocked = run.guard.drain()
         if blocked:
             notices.append(P.blocked_message([b.url for b in blocked], run.guard.patterns))

@@ -189,8 +189,7 @@ _NUDGES = {
     2: "Warning: {n} steps without progress. Stop repeating yourself. Re-read the outline, consider "
     "navigate_back, goto or scroll, and if the task cannot be done this way, call done with what "
     "you have or fail.",
-    3: "Final warning: {n} steps without progress. From the next step only done and fail are "
-    "available.",
+    3: "Final warning: {n} steps without progress. You must finish now.",
 }
 
 
