@@ -23,14 +23,14 @@ from typing import Any, Protocol
 from .._errors import CDPError, PageClosedError
 from .._logging import logger
 
-__all__ = ["CDPSession", "DirectConnection", "PageTargets", "PlaywrightSession"]
+__all__ = ["CDPSession", "DirectConnection", "PageTargets", "PlaywrightSession", "loads_json"]
 
 try:  # orjson parses the multi-megabyte DOM payloads of large pages ~3x faster.
     import orjson as _orjson
 
-    _loads: Callable[[str | bytes], Any] = _orjson.loads
+    loads_json: Callable[[str | bytes], Any] = _orjson.loads
 except ImportError:  # pragma: no cover - orjson is a dependency, this keeps us importable without it
-    _loads = json.loads
+    loads_json = json.loads
 
 
 class CDPSession(Protocol):
@@ -90,7 +90,7 @@ class DirectConnection:
     async def _read_loop(self) -> None:
         try:
             async for raw in self._ws:
-                message = _loads(raw)
+                message = loads_json(raw)
                 msg_id = message.get("id")
                 if msg_id is not None:
                     future = self._pending.pop(msg_id, None)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
-from ..browser._cdp import CDPSession, PageTargets, _loads
+from ..browser._cdp import CDPSession, PageTargets, loads_json
 from ..vision._confidence import measure_over_cdp
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, VISIBLE, ElementInfo, build_outline
@@ -239,7 +239,7 @@ async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
         raise SnapshotError(
             f"The snapshot walker failed in the page: {details.get('text', '')} {details.get('exception', {}).get('description', '')}"
         )
-    flat: list[Any] = _loads(reply["result"].get("value") or "[]")
+    flat: list[Any] = loads_json(reply["result"].get("value") or "[]")
     return flat
 
 
