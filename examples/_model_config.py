@@ -19,8 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-from stagehand_py.llm import LLMClient
+from typing import Any
 
 DEFAULT_OPENAI_MODEL = "openai/gpt-4.1-mini"
 DEFAULT_ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
@@ -49,10 +48,6 @@ class ModelChoice:
     base_url: str | None
     source: str  # the variable that decided it, for the example's printout
 
-    def client(self) -> LLMClient:
-        """An :class:`LLMClient` for this choice (keys are read from the environment)."""
-        return LLMClient(self.model, base_url=self.base_url)
-
 
 def model_from_env(environ: Mapping[str, str] | None = None) -> ModelChoice | None:
     """The model the environment configures, or None when it configures none."""
@@ -75,3 +70,17 @@ def model_from_env(environ: Mapping[str, str] | None = None) -> ModelChoice | No
     provider = have[0]  # OpenAI first when both keys are set
     default = DEFAULT_OPENAI_MODEL if provider == "openai" else DEFAULT_ANTHROPIC_MODEL
     return ModelChoice(f"{provider}/{named}" if named else default, None, keys[provider])
+
+
+def pick_model(model: Any = None, environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], str] | None:
+    """``Stagehand(**options)`` for the model to use, and a label to print.
+
+    ``model`` when given (anything ``Stagehand(model=...)`` takes, e.g. a test's scripted
+    model), else the environment's choice; None when there is neither.
+    """
+    if model is not None:
+        return {"model": model}, str(getattr(model, "model_name", type(model).__name__))
+    choice = model_from_env(environ)
+    if choice is None:
+        return None
+    return {"model": choice.model, "base_url": choice.base_url}, f"{choice.model} (from {choice.source})"

@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+from typing import Any
 
 from _local_site import serve_site
-from _model_config import HOW_TO_CONFIGURE, ModelChoice, model_from_env
+from _model_config import HOW_TO_CONFIGURE, pick_model
+from pydantic import BaseModel
 
 from stagehand_py import Action, Snapshot, Stagehand
-from stagehand_py.actions import execute_action
 
 OUTLINE_LINES = 12  # how much of the outline to print
 
@@ -42,10 +43,22 @@ def find_id(snapshot: Snapshot, role: str, name: str) -> str:
     return match.group(1)
 
 
-async def main(model: ModelChoice | None = None, *, headless: bool = True) -> int:
-    """Run the quickstart; ``model`` overrides the one the environment configures."""
+class Product(BaseModel):
+    name: str
+    price: str
+
+
+class Products(BaseModel):
+    products: list[Product]
+
+
+async def main(model: Any = None, *, headless: bool = True) -> int:
+    """Run the quickstart; ``model`` (anything ``Stagehand(model=...)`` takes) overrides the
+    one the environment configures."""
+    picked = pick_model(model)
+    options, label = picked if picked is not None else ({}, "")
     with serve_site() as site:
-        async with await Stagehand.launch(headless=headless) as stagehand:
+        async with await Stagehand.launch(headless=headless, **options) as stagehand:
             page = stagehand.page
             await page.goto(site.url("login.html"))
 
@@ -72,18 +85,30 @@ async def main(model: ModelChoice | None = None, *, headless: bool = True) -> in
             )
             click = Action(selector="xpath=" + snapshot.xpath_map[elements["sign_in"]], description="the Sign in button")
             for action in (fill, click):
-                await execute_action(page, action)
-                print(f"did: {action.method} on {action.description}")
+                result = await stagehand.act(action)
+                print(f"did: {action.method} on {action.description} (success={result.success})")
             print(f"page says: {await page.inner_text('#status')}")
             print()
 
             # 3. The model-driven verbs.
-            chosen = model if model is not None else model_from_env()
-            if chosen is None:
+            if picked is None:
                 print(HOW_TO_CONFIGURE)
                 return 0
-            print(f"model: {chosen.model} (from {chosen.source})")
-            print("observe / act / extract are not in this build yet; the snapshot and Action parts above are.")
+            print(f"model: {label}")
+            # observe: find elements and the action for each, without doing anything yet.
+            for action in await stagehand.observe("the Remember me checkbox"):
+                print(f"observe -> {action.method} {action.selector}  ({action.description})")
+            # act: plan one action from an instruction and do it.
+            result = await stagehand.act("tick the Remember me checkbox")
+            print(f"act -> success={result.success}: {result.message}")
+            print(f"checkbox now checked: {await page.is_checked('#remember')}")
+            # extract: structured data, validated against a pydantic model.
+            await page.goto(site.url("products.html"))
+            catalog = await stagehand.extract("every product with its price", schema=Products)
+            for product in catalog.products:
+                print(f"extract -> {product.name}: {product.price}")
+            usage = stagehand.metrics.total
+            print(f"model calls: {usage.requests}, tokens in/out: {usage.input_tokens}/{usage.output_tokens}")
     return 0
 
 

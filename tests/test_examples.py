@@ -3,11 +3,14 @@ subprocess a new user starts, with no model configured."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,8 +20,15 @@ if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))  # the examples import their helpers as siblings
 
 import _model_config  # noqa: E402
+import extract_links  # noqa: E402
 import quickstart  # noqa: E402
+import sync_quickstart  # noqa: E402
+import validate_then_act_login  # noqa: E402
 from _local_site import serve_site  # noqa: E402
+from operations._ops import element, find_id, prompt_text  # noqa: E402
+
+from stagehand_py import Action  # noqa: E402
+from stagehand_py.testing import FunctionLLM  # noqa: E402
 
 MODEL_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "STAGEHAND_BASE_URL", "STAGEHAND_MODEL")
 
@@ -108,3 +118,94 @@ def test_quickstart_as_a_subprocess_with_no_keys() -> None:
     assert done.returncode == 0, done.stderr
     _check_no_model_output(done.stdout)
     assert "Traceback" not in done.stderr
+
+
+# --- the model-driven parts, with a scripted model -------------------------------------------
+
+
+def _answer(request: Any) -> dict[str, Any]:
+    """Answers like a model would, reading the ids off the outline it was shown."""
+    if request.purpose == "observe":
+        text = prompt_text(request)
+        if "sign-in form" in text:
+            return {"elements": [
+                element(find_id(request, "textbox: Username"), "fill", ["%username%"], "Username field"),
+                element(find_id(request, "textbox: Password"), "fill", ["%password%"], "Password field"),
+                element(find_id(request, "button: Sign in"), "click", [], "Sign in button"),
+            ]}
+        if "the Remember me checkbox" in text:  # the examples' instructions, verbatim
+            return {"elements": [element(find_id(request, "checkbox: Remember me"), "check", [], "Remember me checkbox")]}
+        return {"elements": [element(find_id(request, "link: Products"), "click", [], "Products link")]}
+    if request.purpose == "act":
+        text = prompt_text(request)
+        target = "checkbox: Remember me" if "tick the Remember me checkbox" in text else "link: Products"
+        return {"elements": [element(find_id(request, target), "check" if "checkbox" in target else "click")], "opens_options": False}
+    assert request.purpose == "extract", request.purpose
+    schema = json.dumps(request.output_schema)
+    if "url" in schema:  # extract_links: URL fields are answered with link ids
+        names = ("Trail Runner Shoes", "Canvas Backpack")
+        products = [{"name": n, "price": "$0", "url": find_id(request, f"link: {n}")} for n in names]
+        return {"data": {"products": products}, "instruction_satisfied": True}
+    if "products" in schema:
+        return {"data": {"products": [{"name": "Trail Runner Shoes", "price": "$89.00"}]}, "instruction_satisfied": True}
+    return {"data": {"extraction": "Products"}, "instruction_satisfied": True}
+
+
+async def test_quickstart_with_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert await quickstart.main(model=FunctionLLM(_answer)) == 0
+    out = capsys.readouterr().out
+    assert "observe -> check xpath=/html[1]/body[1]/main[1]/form[1]/label[3]/input[1]" in out
+    assert "act -> success=True" in out and "checkbox now checked: True" in out
+    assert "extract -> Trail Runner Shoes: $89.00" in out
+    assert "model calls: 3" in out
+    assert _model_config.HOW_TO_CONFIGURE not in out
+
+
+async def test_validate_then_act_login_never_shows_the_password(capsys: pytest.CaptureFixture[str]) -> None:
+    prompts: list[str] = []
+
+    def model(request: Any) -> dict[str, Any]:
+        prompts.append(prompt_text(request))
+        return _answer(request)
+
+    secret = "pw-canary-7f3a"
+    assert await validate_then_act_login.main(model=FunctionLLM(model), password=secret) == 0
+    out = capsys.readouterr().out
+    assert "fill   ['%password%']" in out and "page says: Signed in as ada." in out
+    assert prompts and "%password%" in prompts[0]
+    assert secret not in out and not any(secret in p for p in prompts)
+
+
+def test_validate_then_act_login_refuses_a_bad_plan() -> None:
+    form = validate_then_act_login.FORM_XPATH
+    good = [
+        Action(selector=form + "input[1]", method="fill", arguments=["%username%"], description="user"),
+        Action(selector=form + "input[2]", method="fill", arguments=["%password%"], description="pw"),
+        Action(selector=form + "button[1]", method="click", description="submit"),
+    ]
+    assert validate_then_act_login.check_plan(good) == []
+    literal = [good[0], good[1].model_copy(update={"arguments": ["hunter2"]}), good[2]]
+    assert any("literal text" in p for p in validate_then_act_login.check_plan(literal))
+    elsewhere = [good[0], good[1], Action(selector="xpath=/html[1]/body[1]/nav[1]/a[1]", method="click", description="home")]
+    assert any("outside the sign-in form" in p for p in validate_then_act_login.check_plan(elsewhere))
+    assert "nothing submits the form" in validate_then_act_login.check_plan(good[:2])
+
+
+async def test_extract_links_returns_real_absolute_urls(capsys: pytest.CaptureFixture[str]) -> None:
+    assert await extract_links.main(model=FunctionLLM(_answer)) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"Trail Runner Shoes .* http://127\.0\.0\.1:\d+/products/1\.html", out), out
+    assert re.search(r"Canvas Backpack .* http://127\.0\.0\.1:\d+/products/2\.html", out), out
+    assert "first product page: Trail Runner Shoes - Acme Outfitters" in out
+
+
+def test_sync_quickstart_without_and_with_a_model(no_model_env: None, capsys: pytest.CaptureFixture[str]) -> None:
+    # A plain def test: no asyncio loop runs here, so sync Playwright may start (see test_sync_api.py).
+    assert sync_quickstart.main() == 0
+    out = capsys.readouterr().out
+    assert "textbox: Username" in out and "page says: Welcome, ada!" in out and _model_config.HOW_TO_CONFIGURE in out
+    assert sync_quickstart.main(model=FunctionLLM(_answer)) == 0
+    out = capsys.readouterr().out
+    assert "observe -> click Products link" in out
+    assert re.search(r"act -> success=True; now at http://127\.0\.0\.1:\d+/products\.html", out), out
+    assert "extract -> {'extraction': 'Products'}" in out
