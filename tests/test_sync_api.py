@@ -283,3 +283,16 @@ def test_agent_tools_may_call_the_sync_api(sync_page: Page, server: Any) -> None
     run = SimpleNamespace(sh=stagehand._core)  # what the agent loop hands a tool: its (async) Stagehand
     outcome = stagehand._run(tool.run(run, tool.args_model()))
     assert outcome.text == "Forms" and seen == [stagehand]
+
+
+def test_sync_agent_mirrors_the_async_agent() -> None:
+    from stagehand_py.agent import Agent as AsyncAgent
+
+    for name in ("execute", "stream"):
+        sync_params = _parameters(getattr(sync_api.Agent, name))
+        async_params = _parameters(getattr(AsyncAgent, name))
+        if name == "execute":  # callbacks are typed by their alias in the async module
+            sync_params = [p for p in sync_params if p[0] != "callbacks"]
+            async_params = [p for p in async_params if p[0] != "callbacks"]
+        assert [p[:3] for p in sync_params] == [p[:3] for p in async_params], f"sync Agent.{name} drifted"
+    assert isinstance(inspect.getattr_static(sync_api.Agent, "mode"), property)
