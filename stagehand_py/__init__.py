@@ -8,6 +8,7 @@ from ._errors import *  # noqa: F403  (the tree is curated by _errors.__all__)
 from ._errors import __all__ as _error_names
 from ._stagehand import Stagehand
 from ._types import Action, ActionMethod, ActResult, Variables, VariableSpec
+from .agent import Agent, AgentEvent, AgentResult, AgentStatus, AgentStep, EvaluateResult
 from .snapshot import OutlineChunk, Snapshot
 
 __version__ = "0.1.0"
@@ -22,5 +23,11 @@ __all__ = [
     "ActResult",
     "Variables",
     "VariableSpec",
+    "Agent",
+    "AgentResult",
+    "AgentStatus",
+    "AgentStep",
+    "AgentEvent",
+    "EvaluateResult",
     *_error_names,
 ]
