@@ -1,0 +1,55 @@
+"""The batch evidence runner behind ``stagehand-py run``: a task spec, many samples, one
+isolated browser context each, evidence on disk (hashed screenshots, results, action logs,
+checkpoints), resumable, with ``combined.csv`` and ``report.html`` at the end.
+
+Use it from Python with your own per-sample work::
+
+    from stagehand_py.batch import SampleContext, SampleOutcome, TaskSpec, Sample, run_batch, write_reports
+
+    async def runner(ctx: SampleContext) -> SampleOutcome:
+        await ctx.page.goto(ctx.sample.url)
+        await ctx.screenshot("page")
+        return SampleOutcome(status="done", data={"title": await ctx.page.title()})
+"""
+
+from ._discovery import discover_samples
+from ._evidence import SampleEvidence, safe_component
+from ._report import write_combined_csv, write_report_html, write_reports
+from ._runner import (
+    STATUSES,
+    BatchResult,
+    DomainRateLimiter,
+    SampleContext,
+    SampleOutcome,
+    SampleRunner,
+    SampleStatus,
+    judge,
+    new_run_dir,
+    run_batch,
+)
+from ._spec import Discovery, Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
+
+__all__ = [
+    "TaskSpec",
+    "Discovery",
+    "Sample",
+    "load_spec",
+    "samples_from_csv",
+    "sample_from_url",
+    "discover_samples",
+    "SampleContext",
+    "SampleOutcome",
+    "SampleRunner",
+    "SampleStatus",
+    "STATUSES",
+    "SampleEvidence",
+    "safe_component",
+    "DomainRateLimiter",
+    "BatchResult",
+    "judge",
+    "new_run_dir",
+    "run_batch",
+    "write_reports",
+    "write_combined_csv",
+    "write_report_html",
+]

@@ -1,0 +1,66 @@
+"""The default per-sample work of ``stagehand-py run``: stagehand_py's agent on the sample's page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from .._stagehand import Stagehand
+from ..prompts.batch import SAVE_SCREENSHOT_DESCRIPTION, sample_instruction
+from ._runner import SampleContext, SampleOutcome, SampleRunner
+
+__all__ = ["make_agent_runner"]
+
+
+def _agent_timeout(max_time: float) -> float:
+    """Leave the agent a margin inside the runner's hard limit to wrap up with what it has."""
+    return max(1.0, max_time - min(10.0, max_time * 0.1))
+
+
+def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunner:
+    """A :class:`SampleRunner` that opens the sample's URL and runs ``sh.agent().execute(...)``.
+
+    ``model`` is a model string or object (default: from the environment, as ``Stagehand``
+    picks it). The agent gets a ``save_screenshot(name)`` tool whose screenshots go straight
+    into the sample's evidence folder (hashed as they are written); the agent's own
+    screenshots are kept too, as ``NNN_step_<n>.png``. Its steps become ``action_log.json``.
+    """
+
+    async def run(ctx: SampleContext) -> SampleOutcome:
+        from ..agent import tool_from_function
+
+        spec = ctx.spec
+
+        async def save_screenshot(name: str, stagehand: Stagehand) -> str:
+            record = await ctx.screenshot(name)
+            return f"saved {record['file']} (sha256 {record['sha256'][:12]})"
+
+        tool = tool_from_function(save_screenshot, description=SAVE_SCREENSHOT_DESCRIPTION)
+        sh = Stagehand(ctx.page, model=model)
+        try:
+            response = await ctx.page.goto(ctx.sample.url)
+            ctx.action_log.append({"step": 0, "tool": "goto", "args": {"url": ctx.sample.url},
+                                   "ok": response is None or response.ok, "http_status": response.status if response else None})
+            agent = sh.agent(tools=[tool], **agent_options)
+            instruction = sample_instruction(
+                spec.prompt, url=ctx.sample.url, sample_data=ctx.sample.data, required_fields=spec.required_fields,
+                required_screenshots=spec.required_screenshots, expected_items=spec.expected_items,
+            )
+            result = await agent.execute(instruction, max_steps=spec.max_steps, output=spec.output_schema,
+                                         timeout=_agent_timeout(spec.max_time))
+        finally:
+            await sh.close()
+        ctx.action_log.extend(step.model_dump(mode="json") for step in result.steps)
+        for shot in result.evidence.screenshots:
+            if shot.data:
+                ctx.evidence.add_screenshot(shot.data, name=f"step_{shot.step}", step=shot.step)
+        data = result.output if result.output is not None else result.data
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
+        return SampleOutcome(
+            status=result.status, data=data, error=None if result.status == "done" else result.message,
+            usage=result.usage.model_dump(mode="json"),
+        )
+
+    return run

@@ -1,0 +1,178 @@
+"""``stagehand-py run``: the batch evidence runner's command line.
+
+::
+
+    stagehand-py run --task task.json --samples samples.csv --concurrency 3 --rate-limit 1
+    stagehand-py run --task task.json --url https://example.com/item/1
+    stagehand-py run --task task.json              # the spec's "discovery" lists the samples
+    stagehand-py run --resume                      # finish the latest run in ./evidence
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._errors import StagehandError
+from ._report import write_reports
+from ._runner import STATUSES, BatchResult, SampleRunner, new_run_dir, run_batch
+from ._spec import Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
+
+__all__ = ["main", "build_parser"]
+
+DEFAULT_RUNNER = "stagehand_py.batch._agent_runner:make_agent_runner"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stagehand-py", description="stagehand_py command line")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a task over many samples and keep evidence for each")
+    run.add_argument("--task", type=Path, help="task spec (JSON); optional with --resume")
+    source = run.add_mutually_exclusive_group()
+    source.add_argument("--samples", type=Path, help="CSV with a url column (and optionally id)")
+    source.add_argument("--url", action="append", help="one sample URL (repeatable)")
+    run.add_argument("--evidence-dir", type=Path, default=Path("evidence"), help="where run_<timestamp>/ goes (default: evidence)")
+    run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
+                     help="continue a run, skipping completed samples (default: the latest run in --evidence-dir)")
+    run.add_argument("--concurrency", type=int, default=2, help="samples at once (default: 2)")
+    run.add_argument("--rate-limit", type=float, default=1.0, metavar="SECONDS",
+                     help="minimum seconds between sample starts on one host (default: 1; 0 = off)")
+    run.add_argument("--model", help="model for the agent, e.g. openai/gpt-4.1-mini (default: from the environment)")
+    run.add_argument("--runner", default=DEFAULT_RUNNER, metavar="MODULE:FACTORY",
+                     help="factory(model=...) returning the per-sample runner (default: stagehand_py's agent)")
+    run.add_argument("--headed", action="store_true", help="show the browser")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _load_runner(target: str, *, model: str | None) -> SampleRunner:
+    module_name, _, attr = target.partition(":")
+    if not attr:
+        raise SystemExit(f"--runner must look like module:factory, got {target!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise SystemExit(f"cannot load the runner {target!r}: {exc}") from exc
+    runner: SampleRunner = factory(model=model)
+    return runner
+
+
+def _resolve_run_dir(args: argparse.Namespace) -> tuple[Path, bool]:
+    if args.resume is None:
+        return new_run_dir(args.evidence_dir), False
+    if args.resume != "latest":
+        path = Path(args.resume)
+        if not (path / "run.json").is_file():
+            raise SystemExit(f"--resume {path}: not a run folder (no run.json in it)")
+        return path, True
+    runs = sorted(p for p in args.evidence_dir.glob("run_*") if (p / "run.json").is_file())
+    if not runs:
+        raise SystemExit(f"--resume: no run to resume in {args.evidence_dir}")
+    return runs[-1], True
+
+
+class _Progress:
+    """A rich progress bar on stderr with a count per status."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.counts = dict.fromkeys(("running", *STATUSES), 0)
+        self._state: dict[str, str] = {}
+        self._bar: Any = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("[bold]samples"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
+                TimeElapsedColumn(), console=Console(stderr=True), transient=False,
+            )
+            self._task = self._bar.add_task("samples", total=total, counts="")
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def update(self, sample: Sample, status: str) -> None:
+        before = self._state.get(sample.id)
+        if before is not None:
+            self.counts[before] -= 1
+        self._state[sample.id] = status
+        self.counts[status] = self.counts.get(status, 0) + 1
+        if self._bar is not None:
+            finished = sum(v for k, v in self.counts.items() if k != "running")
+            text = "  ".join(f"{k} {v}" for k, v in self.counts.items() if v or k != "running")
+            self._bar.update(self._task, completed=finished, counts=text)
+
+
+async def _run(args: argparse.Namespace) -> BatchResult:
+    from ..browser._session import launch_browser
+    from ._discovery import discover_samples
+
+    run_dir, resuming = _resolve_run_dir(args)
+    stored = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if resuming else None
+    if args.task is not None:
+        spec = load_spec(args.task)
+    elif stored is not None:
+        spec = TaskSpec.model_validate(stored["spec"])
+    else:
+        raise SystemExit("--task is required (except with --resume)")
+    runner = _load_runner(args.runner, model=args.model)
+    session = await launch_browser(headless=not args.headed, direct_cdp=False)
+    try:
+        await session.page.context.close()
+        samples: list[Sample]
+        if args.samples is not None:
+            samples = samples_from_csv(args.samples)
+        elif args.url:
+            samples = [sample_from_url(u) for u in args.url]
+        elif stored is not None:
+            samples = [Sample.model_validate(s) for s in stored["samples"]]
+        elif spec.discovery is not None:
+            samples = await discover_samples(session.browser, spec.discovery)
+        else:
+            raise SystemExit("no samples: give --samples CSV, --url, or a \"discovery\" in the task spec")
+        if not samples:
+            raise SystemExit("no samples found")
+        print(f"run folder: {run_dir}  ({len(samples)} samples{', resuming' if resuming else ''})", flush=True)
+        with _Progress(len(samples), enabled=not args.no_progress) as progress:
+            result = await run_batch(
+                samples, spec=spec, runner=runner, browser=session.browser, run_dir=run_dir,
+                concurrency=args.concurrency, rate_limit=args.rate_limit, resume=resuming, on_status=progress.update,
+            )
+    finally:
+        await session.close()
+    write_reports(run_dir, result.results, title=f"{spec.goal[:80]} — {run_dir.name}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.concurrency < 1:
+        print("--concurrency must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        result = asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        print("\ninterrupted: completed samples are kept; continue with `stagehand-py run --resume`", file=sys.stderr)
+        return 130
+    except StagehandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    counts = result.counts
+    print("  ".join(f"{k} {v}" for k, v in counts.items()) + (f"  (skipped, already complete: {len(result.skipped)})" if result.skipped else ""))
+    print(f"combined: {result.run_dir / 'combined.csv'}\nreport:   {result.run_dir / 'report.html'}")
+    return 0
+
+
+if __name__ == "__main__":  # python -m stagehand_py.batch._cli
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The run's combined outputs: ``combined.csv`` and a static ``report.html``."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ._evidence import atomic_write_bytes, safe_component
+
+__all__ = ["write_combined_csv", "write_report_html", "write_reports"]
+
+_BASE_COLUMNS = ["sample_id", "url", "status", "error", "notes", "screenshots"]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str | int | float | bool):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _data_columns(results: list[Mapping[str, Any]]) -> list[str]:
+    columns: dict[str, None] = {}
+    for result in results:
+        if isinstance(result.get("data"), dict):
+            columns.update(dict.fromkeys(result["data"]))
+    return list(columns)
+
+
+def write_combined_csv(run_dir: Path, results: Mapping[str, Mapping[str, Any]]) -> Path:
+    """One row per sample, sorted by sample id; data fields as columns (``data.<name>``), a
+    non-dict ``data`` in one ``data`` column; lists and objects JSON-encoded."""
+    rows = [results[key] for key in sorted(results)]
+    data_columns = _data_columns(rows)
+    header = [*_BASE_COLUMNS, *(f"data.{c}" for c in data_columns), "data"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for result in rows:
+        data = result.get("data")
+        row = [
+            result["sample_id"], result.get("url"), result["status"], result.get("error"),
+            "; ".join(result.get("notes") or []), [s["file"] for s in result.get("screenshots") or []],
+        ]
+        row += [(data.get(c) if isinstance(data, dict) else None) for c in data_columns]
+        row.append(None if isinstance(data, dict) else data)
+        writer.writerow([_cell(v) for v in row])
+    path = run_dir / "combined.csv"
+    atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
+    return path
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
+table{border-collapse:collapse;width:100%}th,td{border:1px solid #ccc;padding:.4rem;vertical-align:top;text-align:left}
+th{background:#f3f3f3}.s-done{background:#e6f6e6}.s-partial_success{background:#fff6dd}
+.s-failed{background:#fde8e8}.s-needs_review{background:#e8eefd}pre{white-space:pre-wrap;margin:0;max-width:48rem}
+img{max-width:220px;border:1px solid #999;display:block;margin-bottom:.3rem}.counts span{margin-right:1rem}
+"""
+
+
+def write_report_html(run_dir: Path, results: Mapping[str, Mapping[str, Any]], *, title: str = "") -> Path:
+    """A self-contained page (no scripts, no network) with one row per sample: status, data,
+    error and notes, and its screenshots linked from the sample's folder. Every value is
+    HTML-escaped: page text is untrusted."""
+    esc = html.escape
+    rows = [results[key] for key in sorted(results)]
+    counts: dict[str, int] = {}
+    for result in rows:
+        counts[result["status"]] = counts.get(result["status"], 0) + 1
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{esc(title or run_dir.name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(title or run_dir.name)}</h1>",
+        '<p class="counts">' + "".join(f"<span>{esc(k)}: <b>{v}</b></span>" for k, v in sorted(counts.items())) + "</p>",
+        "<table><thead><tr><th>sample</th><th>status</th><th>data</th><th>screenshots</th></tr></thead><tbody>",
+    ]
+    for result in rows:
+        folder = quote(safe_component(str(result["sample_id"]), fallback="sample"))
+        status = str(result["status"])
+        problems = [result.get("error") or "", *(result.get("notes") or [])]
+        shots = "".join(
+            f'<a href="{folder}/{quote(s["file"])}"><img src="{folder}/{quote(s["file"])}" alt="{esc(s["name"])}"></a>'
+            f'<small title="sha256">{esc(s["file"])} {esc(s["sha256"][:12])}</small><br>'
+            for s in result.get("screenshots") or []
+        )
+        out.append(
+            f'<tr class="s-{esc(status)}" id="{esc(folder)}">'
+            f'<td><a href="{folder}/result.json">{esc(str(result["sample_id"]))}</a><br>'
+            f'<small>{esc(str(result.get("url") or ""))}</small></td>'
+            f"<td>{esc(status)}" + "".join(f"<br><small>{esc(p)}</small>" for p in problems if p) + "</td>"
+            f"<td><pre>{esc(json.dumps(result.get('data'), indent=2, ensure_ascii=False, default=str))}</pre></td>"
+            f"<td>{shots}</td></tr>"
+        )
+    out.append("</tbody></table></body></html>")
+    path = run_dir / "report.html"
+    atomic_write_bytes(path, "\n".join(out).encode("utf-8"))
+    return path
+
+
+def write_reports(run_dir: Path, results: Mapping[str, Mapping[str, Any]], *, title: str = "") -> tuple[Path, Path]:
+    return write_combined_csv(run_dir, results), write_report_html(run_dir, results, title=title)
