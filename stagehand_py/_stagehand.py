@@ -278,6 +278,7 @@ class Stagehand:
         variables: Variables | None = None,
         selector: str | None = None,
         ignore_selectors: Sequence[str] = (),
+        vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
     ) -> list[Action]:
         """Find elements that match ``instruction`` and the action for each, as :class:`Action`s.
@@ -285,12 +286,14 @@ class Stagehand:
         Without an instruction: the page's actionable elements. ``variables`` name the
         ``%placeholders%`` the returned arguments may use (the model never sees values).
         ``selector`` limits the page to a subtree; ``ignore_selectors`` leave subtrees out.
+        ``vision``: ``"auto"`` adds an annotated screenshot (numbered boxes = outline ids) when the
+        page's DOM confidence is low or the outline alone yields nothing; ``True`` always, ``False`` never.
         """
         instruction = _check_instruction("observe", instruction, required=False)
         ctx = self._context(variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
             ctx, instruction, variables=placeholder_descriptions(variables), selector=selector,
-            ignore_selectors=list(ignore_selectors),
+            ignore_selectors=list(ignore_selectors), vision=vision,
         ))
 
     async def act(
@@ -298,6 +301,7 @@ class Stagehand:
         action: Action | str,
         *,
         variables: Variables | None = None,
+        vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
     ) -> ActResult:
         """Run an :class:`Action` (no model call) or plan one from an instruction and run it.
@@ -305,7 +309,7 @@ class Stagehand:
         ``%name%`` placeholders in the action's arguments are filled from ``variables`` right
         before the browser call. Raises the executor's typed errors when the action cannot
         run (after one self-heal attempt); returns ``success=False`` when the model finds no
-        element for the instruction.
+        element for the instruction. ``vision`` applies to planning, as in :meth:`observe`.
         """
         if isinstance(action, Action):
             ctx = self._context(variables, timeout)
@@ -313,18 +317,18 @@ class Stagehand:
         if isinstance(action, str):
             instruction = _check_instruction("act", action, required=True)
             ctx = self._context(variables, timeout)
-            return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}))
+            return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision))
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
         )
 
     @overload
     async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
-                      timeout: float | None = ...) -> M: ...
+                      screenshot: bool = ..., timeout: float | None = ...) -> M: ...
 
     @overload
     async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
-                      selector: str | None = ..., timeout: float | None = ...) -> Any: ...
+                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...) -> Any: ...
 
     async def extract(
         self,
@@ -332,6 +336,7 @@ class Stagehand:
         schema: type[BaseModel] | dict[str, Any] | None = None,
         *,
         selector: str | None = None,
+        screenshot: bool = False,
         timeout: float | None = None,
     ) -> Any:
         """Extract data from the page.
@@ -342,10 +347,13 @@ class Stagehand:
         - nothing: returns ``{"page_text": <the page outline>}`` with no model call.
 
         URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
+        ``screenshot=True`` adds a screenshot of the page (or of the ``selector`` region) so values
+        only visible as pixels can be read; it needs a model that accepts images.
         """
         instruction = _check_instruction("extract", instruction, required=False)
         ctx = self._context(timeout=timeout)
-        return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector))
+        return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
+                                                                              screenshot=screenshot))
 
     # --- agent and judge -------------------------------------------------------------------
 

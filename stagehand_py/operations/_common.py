@@ -22,7 +22,7 @@ from .._errors import OutputValidationError
 from .._types import Action, VariableValue
 from ..actions import secret_values
 from ..actions._variables import _value_of
-from ..llm import AssistantMessage, LLMClient, Message, SystemMessage, UserMessage
+from ..llm import AssistantMessage, ImagePart, LLMClient, Message, SystemMessage, TextPart, UserMessage
 from ..llm._structured import OutputSpec
 from ..prompts.llm import prompted_json_instructions, reask_message
 from ..snapshot import OutlineChunk, Snapshot, estimate_tokens, split_outline
@@ -211,14 +211,16 @@ async def ask(
     purpose: str,
     secrets: Iterable[str],
     check: Callable[[Any], tuple[list[str], T]],
+    images: Sequence[ImagePart] = (),
 ) -> T:
     """One structured answer that also passes ``check`` (which returns problems and the value).
 
     The client re-asks for schema problems; this re-asks (up to :data:`MAX_CHECK_REASKS`)
     for problems only the page can reveal, sending them back to the model. Then
-    :class:`OutputValidationError`.
+    :class:`OutputValidationError`. ``images`` (screenshots) go after the user text.
     """
-    conversation: list[Message] = [SystemMessage(system), UserMessage(user)]
+    first = UserMessage([TextPart(text=user), *images]) if images else UserMessage(user)
+    conversation: list[Message] = [SystemMessage(system), first]
     secrets = list(secrets)
     problems: list[str] = []
     raw: Any = None

@@ -43,6 +43,7 @@ from ._common import (
     pieces,
     rank_chunks,
 )
+from ._vision import VisionMode, check_vision, model_sees, plan_requests, require_sight, with_annotated_screenshot
 from .observe import MAX_PARTS, check_elements, page_outline, settle
 
 __all__ = ["act_action", "act_instruction"]
@@ -126,7 +127,7 @@ async def act_action(ctx: OperationContext, action: Action, variables: Mapping[s
 
 
 async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tree: str,
-                variables: Mapping[str, str]) -> tuple[Action | None, bool]:
+                variables: Mapping[str, str], vision: VisionMode = "auto", sees: bool = False) -> tuple[Action | None, bool]:
     client = ctx.get_client()
     sample = Fence()
     budget = chunk_budget(
@@ -135,7 +136,8 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
         ActAnswer,
     )
     parts = pieces(tree, budget)
-    for chunk in rank_chunks(parts, instruction)[:MAX_PARTS]:
+    ranked = rank_chunks(parts, instruction)[:MAX_PARTS]
+    for chunk, with_image in plan_requests(ranked, vision, confidence=snapshot.dom_confidence, sees=sees):
         fence = Fence()
         opens = False
 
@@ -144,12 +146,13 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
             opens = out.opens_options
             return check_elements(out.elements[:1], snapshot, variables)
 
-        actions = await ask(
-            client, act_system(fence),
-            act_user(instruction, chunk.text, fence, variables=variables,
-                     part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None),
-            ActAnswer, purpose="act", secrets=ctx.secrets(), check=check,
-        )
+        system = act_system(fence)
+        user = act_user(instruction, chunk.text, fence, variables=variables,
+                        part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
+        images = []
+        if with_image:
+            system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
+        actions = await ask(client, system, user, ActAnswer, purpose="act", secrets=ctx.secrets(), check=check, images=images)
         if actions:
             return actions[0], opens and actions[0].method == "click"
     return None, False
@@ -184,7 +187,9 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
     return actions[0] if actions else None
 
 
-async def act_instruction(ctx: OperationContext, instruction: str, variables: Mapping[str, VariableValue]) -> ActResult:
+async def act_instruction(ctx: OperationContext, instruction: str, variables: Mapping[str, VariableValue],
+                          vision: VisionMode = "auto") -> ActResult:
+    check_vision(vision, "act")
     descriptions = placeholder_descriptions(variables)
     key = None
     if ctx.cache is not None:
@@ -192,10 +197,13 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
         cached = ctx.cache.load(key)
         if cached:
             return await _replay(ctx, key, instruction, cached, variables)
-    ctx.get_client()  # a clear ConfigurationError before touching the page
+    client = ctx.get_client()  # a clear ConfigurationError before touching the page
+    if vision is True:
+        require_sight(client, "act(vision=True)")
+    sees = vision is not False and model_sees(client)
     await settle(ctx)
-    snapshot, tree = await page_outline(ctx)
-    action, opens = await _plan(ctx, instruction, snapshot, tree, descriptions)
+    snapshot, tree = await page_outline(ctx, confidence=vision == "auto" and sees)
+    action, opens = await _plan(ctx, instruction, snapshot, tree, descriptions, vision, sees)
     if action is None:
         logger.info("act %r: no element fits", instruction)
         return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}.")

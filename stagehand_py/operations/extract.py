@@ -38,6 +38,7 @@ from ..prompts.extract import (
 )
 from ..snapshot import Snapshot
 from ._common import OperationContext, ask, chunk_budget, element_id, pieces
+from ._vision import require_sight, with_page_screenshot
 from .observe import page_outline, settle
 
 __all__ = ["extract", "map_urls", "merge", "to_wire_schema"]
@@ -218,7 +219,8 @@ def _validate(data: Any, schema: dict[str, Any], model: type[BaseModel] | None) 
     return [f"data{''.join(f'[{p!r}]' for p in e.absolute_path)}: {e.message}" for e in errors[:10]], data
 
 
-async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None) -> Any:
+async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None,
+                  screenshot: bool = False) -> Any:
     if instruction is None and schema is None:
         snapshot = await ctx.snapshot(selector=selector)
         return {"page_text": snapshot.tree}
@@ -227,8 +229,13 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
     wire = to_wire_schema(user)
     text = instruction or DEFAULT_EXTRACT_INSTRUCTION
     client = ctx.get_client()
+    if screenshot:
+        require_sight(client, "extract(screenshot=True)")
     await settle(ctx)
     snapshot, tree = await page_outline(ctx, selector)
+    images: list[Any] = []
+    if screenshot:  # of the page as read, once; every part's request carries it
+        screenshot_note, images = await with_page_screenshot(ctx.page, "", selector=selector)
     lookup = _lookup(snapshot)
     sample = Fence()
     earlier_reserve = ctx.token_budget // 8
@@ -265,10 +272,10 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
             return [], mapped
 
         data = await ask(
-            client, extract_system(fence),
+            client, extract_system(fence) + (screenshot_note if images else ""),
             extract_user(text, chunk.text, fence, part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None,
                          earlier=earlier),
-            wire, purpose="extract", secrets=ctx.secrets(), check=check,
+            wire, purpose="extract", secrets=ctx.secrets(), check=check, images=images,
         )
         calls += 1
         merged = data if merged is None else merge(merged, data, join_strings=join_strings)

@@ -26,6 +26,7 @@ from ..prompts.observe import (
     observe_user,
 )
 from ..snapshot import Snapshot
+from ._vision import VisionMode, check_vision, model_sees, plan_requests, require_sight, with_annotated_screenshot
 from ._common import (
     OperationContext,
     ask,
@@ -52,9 +53,12 @@ async def settle(ctx: OperationContext) -> None:
 
 
 async def page_outline(ctx: OperationContext, selector: str | None = None,
-                       ignore_selectors: Sequence[str] = ()) -> tuple[Snapshot, str]:
-    """A fresh snapshot and its outline as the model may see it (ignored parts out, values redacted)."""
-    snapshot = await ctx.snapshot(selector=selector)
+                       ignore_selectors: Sequence[str] = (), *, confidence: bool = False) -> tuple[Snapshot, str]:
+    """A fresh snapshot and its outline as the model may see it (ignored parts out, values redacted).
+
+    ``confidence=True`` also measures the snapshot's DOM confidence (for ``vision="auto"``).
+    """
+    snapshot = await (ctx.snapshot(selector=selector, confidence=True) if confidence else ctx.snapshot(selector=selector))
     tree = snapshot.tree
     for ignored in ignore_selectors:
         sub = await ctx.snapshot(selector=ignored)
@@ -100,8 +104,11 @@ async def observe(
     variables: Mapping[str, str],
     selector: str | None,
     ignore_selectors: Sequence[str],
+    vision: VisionMode = "auto",
 ) -> list[Action]:
-    """See the module docstring; ``variables`` are the placeholder descriptions (no values)."""
+    """See the module docstring; ``variables`` are the placeholder descriptions (no values);
+    ``vision`` as in :mod:`stagehand_py.operations._vision`."""
+    check_vision(vision, "observe")
     key = None
     if ctx.cache is not None and instruction:
         key = ctx.cache.key("observe", instruction, ctx.page.url, variables, selector)
@@ -110,8 +117,11 @@ async def observe(
             logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached))
             return cached
     client = ctx.get_client()
+    if vision is True:
+        require_sight(client, "observe(vision=True)")
+    sees = vision is not False and model_sees(client)
     await settle(ctx)
-    snapshot, tree = await page_outline(ctx, selector, ignore_selectors)
+    snapshot, tree = await page_outline(ctx, selector, ignore_selectors, confidence=vision == "auto" and sees)
     text = instruction or DEFAULT_OBSERVE_INSTRUCTION
     sample = Fence()
     budget = chunk_budget(
@@ -122,13 +132,16 @@ async def observe(
     parts = pieces(tree, budget)
     ranked = rank_chunks(parts, instruction)
     actions: list[Action] = []
-    for chunk in ranked[:MAX_PARTS]:
+    for chunk, with_image in plan_requests(ranked[:MAX_PARTS], vision, confidence=snapshot.dom_confidence, sees=sees):
         fence = Fence()
         user = observe_user(text, chunk.text, fence, variables=variables,
                             part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
+        system, images = observe_system(fence), []
+        if with_image:
+            system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
         actions = await ask(
-            client, observe_system(fence), user, ObserveAnswer, purpose="observe", secrets=ctx.secrets(),
-            check=lambda out: check_elements(out.elements, snapshot, variables),
+            client, system, user, ObserveAnswer, purpose="observe", secrets=ctx.secrets(),
+            check=lambda out: check_elements(out.elements, snapshot, variables), images=images,
         )
         if actions:
             break

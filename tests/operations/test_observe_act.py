@@ -92,6 +92,7 @@ async def test_act_instruction_plans_one_action_from_a_fresh_snapshot(page, serv
 
 async def test_act_reports_when_nothing_fits(page, server):
     await page.goto(server.url("forms.html"))
-    sh = Stagehand(page, model=ScriptedLLM([{"elements": [], "opens_options": False}]))
+    # Twice: the outline, then vision="auto"'s fallback with an annotated screenshot.
+    sh = Stagehand(page, model=ScriptedLLM([{"elements": [], "opens_options": False}] * 2))
     result = await sh.act("open the shopping cart")
     assert not result.success and "shopping cart" in result.message and result.actions == []

@@ -88,10 +88,12 @@ async def test_every_prompt_is_fenced_with_a_fresh_nonce(page, server):
     for call in calls:
         system, user = prompt_text(call.request).split("Instruction:", 1)
         nonce = re.search(r"<<<BEGIN UNTRUSTED ([0-9a-f]{16})", system).group(1)
-        body = user.split(f"<<<BEGIN UNTRUSTED {nonce}", 1)[1].rsplit(f"END UNTRUSTED {nonce}>>>", 1)[0]
-        assert nonce not in body
+        # The outline, and with vision the screenshot legend, each in its own fence.
+        bodies = re.findall(rf"<<<BEGIN UNTRUSTED {nonce}(.*?)END UNTRUSTED {nonce}>>>", user, re.DOTALL)
+        assert bodies and all(nonce not in body for body in bodies)
         nonces.append(nonce)
-    assert len(set(nonces)) == 2
+    assert len(calls) == 4  # each observe: the outline, then vision="auto"'s screenshot fallback
+    assert len(set(nonces)) == 4
 
 
 def _big_page(rows: int) -> str:

@@ -19,3 +19,19 @@ def docs_server() -> Iterator[StaticServer]:
     server = StaticServer(root=DOCS).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_provider():
+    """The LLM layer's loopback OpenAI/Anthropic server (tests/llm/_fake_provider.py), emptied per use."""
+    from llm._fake_provider import FakeProvider
+
+    with FakeProvider() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake(fake_provider):
+    fake_provider.reset()
+    yield fake_provider
+    fake_provider.reset()
