@@ -199,12 +199,18 @@ class Stagehand:
         variables: Variables | None = None,
         selector: str | None = None,
         ignore_selectors: Sequence[str] = (),
+        vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
     ) -> list[Action]:
         """Find elements and their actions; see :meth:`stagehand_py.Stagehand.observe`."""
         return self._run(
             self._core.observe(
-                instruction, variables=variables, selector=selector, ignore_selectors=ignore_selectors, timeout=timeout
+                instruction,
+                variables=variables,
+                selector=selector,
+                ignore_selectors=ignore_selectors,
+                vision=vision,
+                timeout=timeout,
             )
         )
 
@@ -213,14 +219,21 @@ class Stagehand:
         action: Action | str,
         *,
         variables: Variables | None = None,
+        vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
     ) -> ActResult:
         """Run an Action, or plan one from an instruction; see :meth:`stagehand_py.Stagehand.act`."""
-        return self._run(self._core.act(action, variables=variables, timeout=timeout))
+        return self._run(self._core.act(action, variables=variables, vision=vision, timeout=timeout))
 
     @overload
     def extract(
-        self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ..., timeout: float | None = ...
+        self,
+        instruction: str | None = ...,
+        *,
+        schema: type[M],
+        selector: str | None = ...,
+        screenshot: bool = ...,
+        timeout: float | None = ...,
     ) -> M: ...
 
     @overload
@@ -230,6 +243,7 @@ class Stagehand:
         schema: dict[str, Any] | None = ...,
         *,
         selector: str | None = ...,
+        screenshot: bool = ...,
         timeout: float | None = ...,
     ) -> Any: ...
 
@@ -239,10 +253,11 @@ class Stagehand:
         schema: type[BaseModel] | dict[str, Any] | None = None,
         *,
         selector: str | None = None,
+        screenshot: bool = False,
         timeout: float | None = None,
     ) -> Any:
         """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
-        return self._run(self._core.extract(instruction, schema, selector=selector, timeout=timeout))
+        return self._run(self._core.extract(instruction, schema, selector=selector, screenshot=screenshot, timeout=timeout))
 
     # --- agent and judge -------------------------------------------------------------------
 
