@@ -14,6 +14,7 @@ until it fits ``max_bytes``.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -59,16 +60,18 @@ _MIN_SIDE = 2.0
 #: Each pass that is still over max_bytes shrinks the image by this factor, down to _MIN_SCALE.
 _SHRINK, _MIN_SCALE = 0.75, 0.15
 
-_BOXES_JS = """(paths) => {
+# Paths go in and rects come out as one JSON string each: Playwright's per-value serialisation
+# of ~1,000 nested step lists costs seconds, a string costs nothing.
+_BOXES_JS = """(json) => {
   const resolve = (%s);
-  const rects = paths.map((steps) => {
+  const rects = JSON.parse(json).map((steps) => {
     let el = null;
     try { el = resolve({ mode: 'canonical', steps }); } catch (e) { el = null; }
     if (!el || el.nodeType !== 1) return null;
     const r = el.getBoundingClientRect();
     return [r.x, r.y, r.width, r.height];
   });
-  return { rects, width: window.innerWidth, height: window.innerHeight };
+  return JSON.stringify({ rects, width: window.innerWidth, height: window.innerHeight });
 }"""
 
 
@@ -149,7 +152,7 @@ async def _element_rects(page: Any, snapshot: Snapshot, ids: Sequence[str]) -> t
             framed.append(element_id)
         else:
             batch.append((element_id, steps))
-    reply = await page.evaluate(_BOXES_JS % load_js("_resolver.js").strip(), [steps for _, steps in batch])
+    reply = json.loads(await page.evaluate(_BOXES_JS % load_js("_resolver.js").strip(), json.dumps([steps for _, steps in batch])))
     rects: dict[str, tuple[float, float, float, float]] = {}
     for (element_id, _), rect in zip(batch, reply["rects"], strict=True):
         if rect is not None:
