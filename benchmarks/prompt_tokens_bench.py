@@ -29,12 +29,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from _server import StaticServer  # noqa: E402
+from _server import StaticServer
 
-from stagehand_py import Stagehand  # noqa: E402
-from stagehand_py.llm._messages import message_text  # noqa: E402
-from stagehand_py.snapshot import estimate_tokens  # noqa: E402
-from stagehand_py.testing import FunctionLLM  # noqa: E402
+from stagehand_py import Stagehand
+from stagehand_py.llm._messages import message_text
+from stagehand_py.snapshot import estimate_tokens
+from stagehand_py.testing import FunctionLLM
 
 DOCS = Path("/usr/share/doc/python3-doc/html")
 PAGES = {"json": "library/json.html", "stdtypes": "library/stdtypes.html", "genindex": "genindex-all.html"}
