@@ -229,11 +229,7 @@ def _walk_order(root: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
-    reply = await session.send(
-        "Runtime.callFunctionOn",
-        {"functionDeclaration": _walker_source(), "objectId": object_id, "returnByValue": True},
-    )
+def _walker_result(reply: dict[str, Any]) -> list[Any]:
     if "exceptionDetails" in reply:
         details = reply["exceptionDetails"]
         raise SnapshotError(
@@ -243,12 +239,33 @@ async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
     return flat
 
 
+async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
+    reply = await session.send(
+        "Runtime.callFunctionOn",
+        {"functionDeclaration": _walker_source(), "objectId": object_id, "returnByValue": True},
+    )
+    return _walker_result(reply)
+
+
 async def _walk_main_document(session: CDPSession) -> list[Any]:
-    """Walk the target's own document without waiting for the DOM tree (they run side by side)."""
-    reply = await session.send("Runtime.evaluate", {"expression": "document", "objectGroup": _GROUP})
-    object_id = reply["result"]["objectId"]
-    await _keep_ax_cache_alive(session, {"objectId": object_id})
-    return await _run_walker(session, object_id)
+    """Walk the target's own document without waiting for the DOM tree (they run side by side).
+
+    The three commands go out together and Chrome runs them in order, so warming the
+    accessibility cache costs no extra round trip.
+    """
+    _, _, reply = await asyncio.gather(
+        _quietly(session, "Accessibility.enable"),
+        _quietly(session, "Accessibility.getRootAXNode"),
+        session.send("Runtime.evaluate", {"expression": f"({_walker_source()}).call(document)", "returnByValue": True}),
+    )
+    return _walker_result(reply)
+
+
+async def _quietly(session: CDPSession, method: str) -> None:
+    try:
+        await session.send(method)
+    except CDPError as exc:  # the walk still works without it, only slower
+        logger.debug("%s failed: %s", method, exc)
 
 
 async def _walk_unit(
@@ -322,10 +339,11 @@ async def _capture_target(
     info: dict[int, ElementInfo],
     *,
     prefetched: asyncio.Future[list[Any]] | None = None,
-) -> None:
+) -> bool:
     """Walk every unit of one target and, concurrently, capture its out-of-process frames.
 
     ``prefetched`` is the walk of ``root`` itself when it was started before the tree arrived.
+    Returns True when remote objects were made on ``session`` (the caller frees them).
     """
     units, remote_frames = _units_and_remote_frames(root)
     if prefetched is None:
@@ -343,12 +361,16 @@ async def _capture_target(
         # Backend node ids are per renderer process: an out-of-process frame gets its own map.
         child_info: dict[int, ElementInfo] = {}
         child_root[TARGET_INFO_KEY] = child_info
-        await _capture_target(targets, child_session, child_root, remote_sessions, child_info)
+        try:
+            await _capture_target(targets, child_session, child_root, remote_sessions, child_info)
+        finally:
+            await _release(child_session)
 
     await asyncio.gather(
         *(_walk_unit(session, unit, info, prefetched=prefetched if unit.root is root else None) for unit in units),
         *(remote(owner) for owner in remote_frames),
     )
+    return prefetched is None or len(units) > 1
 
 
 async def capture_snapshot(
@@ -365,6 +387,7 @@ async def capture_snapshot(
     prefetched: asyncio.Future[list[Any]] | None = None
     scope_object: str | None = None
     dom_confidence: float | None = None
+    made_objects = False
     try:
         if selector is None:
             # The page's own walk does not need the DOM tree: start it first, fetch the tree meanwhile.
@@ -376,13 +399,14 @@ async def capture_snapshot(
             (root, (root_xpath, base_url)), remote_sessions = await asyncio.gather(
                 _scoped_tree(main, scope_object), targets.oopif_sessions()
             )
-        await _capture_target(targets, main, root, remote_sessions, info, prefetched=prefetched)
+        made_objects = await _capture_target(targets, main, root, remote_sessions, info, prefetched=prefetched)
         if confidence:
             dom_confidence = (await measure_over_cdp(main, object_id=scope_object)).score
     finally:
         if prefetched is not None and not prefetched.done():
             prefetched.cancel()
-        await _release(main)
+        if scope_object is not None or made_objects:
+            await _release(main)
     result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
     url = targets.page.url if targets.page is not None else ""
     logger.debug("snapshot of %s: %d elements, %d chars in %.0f ms", url, len(info), len(result.tree), (time.perf_counter() - started) * 1000)
