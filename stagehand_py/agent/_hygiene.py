@@ -43,22 +43,22 @@ from .._errors import (
 )
 
 __all__ = [
-    "StepBudget",
+    "NUDGE_LEVELS",
+    "ErrorKind",
+    "FailureTracker",
     "StallDetector",
     "StallState",
-    "FailureTracker",
-    "ErrorKind",
+    "StepBudget",
+    "action_signature",
+    "check_done_output",
     "classify_error",
     "deep_merge",
-    "write_json_atomic",
-    "check_done_output",
+    "history_split",
     "normalise_url",
     "page_signature",
-    "action_signature",
-    "history_split",
-    "summarise_steps",
     "sanitise",
-    "NUDGE_LEVELS",
+    "summarise_steps",
+    "write_json_atomic",
 ]
 
 # --- budget --------------------------------------------------------------------------------

@@ -54,7 +54,15 @@ from ._hygiene import (
     summarise_steps,
     write_json_atomic,
 )
-from ._tools import TERMINAL_TOOLS, Tool, ToolOutcome, ToolSet, builtin_tools, step_model, tool_from_function
+from ._tools import (
+    TERMINAL_TOOLS,
+    Tool,
+    ToolOutcome,
+    ToolSet,
+    builtin_tools,
+    step_model,
+    tool_from_function,
+)
 from ._types import (
     AgentEvent,
     AgentEventType,
@@ -71,7 +79,7 @@ from ._types import (
 if TYPE_CHECKING:
     from .._stagehand import Stagehand
 
-__all__ = ["Agent", "Run", "EventCallback", "SafetyCallback"]
+__all__ = ["Agent", "EventCallback", "Run", "SafetyCallback"]
 
 logger = logging.getLogger("stagehand_py")
 

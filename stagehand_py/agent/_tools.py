@@ -19,7 +19,7 @@ from ..prompts.agent import TOOL_DESCRIPTIONS
 if TYPE_CHECKING:
     from ._loop import Run
 
-__all__ = ["Tool", "ToolOutcome", "tool_from_function", "builtin_tools", "step_model", "TERMINAL_TOOLS"]
+__all__ = ["TERMINAL_TOOLS", "Tool", "ToolOutcome", "builtin_tools", "step_model", "tool_from_function"]
 
 TERMINAL_TOOLS = ("done", "fail")
 

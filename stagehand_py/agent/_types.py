@@ -9,18 +9,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..llm import Usage
 
 __all__ = [
-    "AgentStatus",
-    "AgentMode",
-    "AgentStep",
-    "AgentResult",
     "AgentEvent",
     "AgentEventType",
-    "Evidence",
-    "ScreenshotRecord",
-    "CheckpointRecord",
+    "AgentMode",
+    "AgentResult",
+    "AgentStatus",
+    "AgentStep",
     "BlockedRequest",
-    "SafetyCheck",
+    "CheckpointRecord",
     "EvaluateResult",
+    "Evidence",
+    "SafetyCheck",
+    "ScreenshotRecord",
 ]
 
 #: ``done``: finished and the output validated; ``partial_success``: stopped by the budget, the

@@ -8,7 +8,13 @@ import re
 import pytest
 
 from stagehand_py import Stagehand
-from stagehand_py.agent.cua import CuaAction, ScreenGeometry, from_anthropic, from_openai, normalise_key
+from stagehand_py.agent.cua import (
+    CuaAction,
+    ScreenGeometry,
+    from_anthropic,
+    from_openai,
+    normalise_key,
+)
 from stagehand_py.agent.cua._actions import png_size
 from stagehand_py.llm import ImagePart
 

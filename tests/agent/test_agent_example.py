@@ -13,9 +13,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
 
-import agent_example  # noqa: E402
+import agent_example
 
-from ._script import AgentScript, call  # noqa: E402
+from ._script import AgentScript, call
 
 
 def _products(seen):

@@ -9,7 +9,13 @@ import threading
 import pytest
 from pydantic import BaseModel
 
-from stagehand_py import ActionFailedError, CDPError, ElementNotFoundError, PageClosedError, ProviderConnectionError
+from stagehand_py import (
+    ActionFailedError,
+    CDPError,
+    ElementNotFoundError,
+    PageClosedError,
+    ProviderConnectionError,
+)
 from stagehand_py.agent._hygiene import (
     FailureTracker,
     StallDetector,
@@ -206,7 +212,7 @@ def test_done_output_checked_against_pydantic_and_json_schema():
 
 
 def test_history_split_moves_in_jumps_and_keeps_recent_steps():
-    splits = [history_split(n, keep_last=4, summarise_every=3) for n in range(0, 14)]
+    splits = [history_split(n, keep_last=4, summarise_every=3) for n in range(14)]
     assert splits == [0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 6, 6, 6, 9]
     assert all(n - s >= min(n, 4) for n, s in zip(range(14), splits))
 

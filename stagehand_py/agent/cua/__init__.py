@@ -7,6 +7,12 @@ layer's structured output, so it works with every provider and with the test dou
 actions into that protocol.
 """
 
-from ._actions import CuaAction, ScreenGeometry, from_anthropic, from_openai, normalise_key
+from ._actions import (
+    CuaAction,
+    ScreenGeometry,
+    from_anthropic,
+    from_openai,
+    normalise_key,
+)
 
 __all__ = ["CuaAction", "ScreenGeometry", "from_anthropic", "from_openai", "normalise_key"]

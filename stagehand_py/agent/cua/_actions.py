@@ -11,20 +11,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..._errors import InvalidArgumentError
 
 __all__ = [
-    "Point",
     "ClickArgs",
-    "PointArgs",
-    "TypeArgs",
-    "KeypressArgs",
-    "ScrollArgs",
-    "DragArgs",
-    "WaitMsArgs",
     "CuaAction",
+    "DragArgs",
+    "KeypressArgs",
+    "Point",
+    "PointArgs",
     "ScreenGeometry",
-    "png_size",
-    "normalise_key",
+    "ScrollArgs",
+    "TypeArgs",
+    "WaitMsArgs",
     "from_anthropic",
     "from_openai",
+    "normalise_key",
+    "png_size",
 ]
 
 

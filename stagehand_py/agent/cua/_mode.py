@@ -13,7 +13,14 @@ from ...actions import substitute
 from ...prompts.agent import cua_system_prompt
 from ...prompts.common import Fence
 from .._hygiene import page_signature
-from .._tools import FailArgs, GotoArgs, SaveProgressArgs, Tool, ToolOutcome, done_args_model
+from .._tools import (
+    FailArgs,
+    GotoArgs,
+    SaveProgressArgs,
+    Tool,
+    ToolOutcome,
+    done_args_model,
+)
 from .._types import AgentMode
 from ._actions import (
     ClickArgs,
