@@ -22,7 +22,7 @@ SITE_DIR = Path(__file__).resolve().parent / "site"
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # an example's output is its own prints, not an access log
 
 

@@ -32,18 +32,18 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from ._errors import ConfigurationError, PageClosedError
 
 __all__ = [
     "PlaywrightInternalsChanged",
-    "check_internals",
     "async_view",
-    "sync_view",
-    "run_sync",
+    "check_internals",
     "in_playwright_greenlet",
+    "run_sync",
+    "sync_view",
 ]
 
 T = TypeVar("T")
@@ -117,7 +117,7 @@ def _install_flavour_guard() -> None:
                     setattr(obj, _own_attr, own)
                 return own
 
-            mapping.from_maybe_impl = from_maybe_impl
+            mapping.from_maybe_impl = from_maybe_impl  # type: ignore[method-assign]  # the guard, see module doc
             setattr(mapping, _GUARD_MARK, True)
 
 
@@ -129,8 +129,6 @@ def _prepare() -> None:
 def _view(obj: Any, flavour: str) -> Any:
     _prepare()
     # Importing the public modules registers their classes with the mappings.
-    import playwright.async_api
-    import playwright.sync_api
     from playwright._impl import _async_base, _sync_base
 
     mapping, base = (
@@ -157,7 +155,7 @@ def sync_view(async_obj: Any) -> Any:
     return _view(async_obj, "sync")
 
 
-def run_sync(dispatcher: Any, coro: Coroutine[Any, Any, T]) -> T:
+def run_sync(dispatcher: Any, coro: Awaitable[T]) -> T:
     """Run ``coro`` on the Playwright loop of the sync API object ``dispatcher``, and return its result.
 
     The coroutine's own errors propagate unchanged (the sync API raises what the async one
@@ -167,7 +165,8 @@ def run_sync(dispatcher: Any, coro: Coroutine[Any, Any, T]) -> T:
     from playwright._impl._errors import Error as PlaywrightError
 
     if dispatcher._loop.is_closed() or dispatcher._dispatcher_fiber.dead:
-        coro.close()
+        if isinstance(coro, Coroutine):
+            coro.close()  # never to be awaited: say so, instead of a "never awaited" warning
         raise PageClosedError("The Playwright behind this page has been stopped; start a new one and a new Stagehand.")
     try:
         result: T = dispatcher._sync(coro)

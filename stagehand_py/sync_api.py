@@ -25,10 +25,16 @@ that made its page.
 from __future__ import annotations
 
 import os
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from types import TracebackType
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, cast, overload
 
 from pydantic import BaseModel
 
@@ -44,12 +50,13 @@ from .snapshot._model import Snapshot
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .agent import Agent as AsyncAgent
-    from .agent import AgentEvent, AgentMode, AgentResult, EvaluateResult
     from playwright.sync_api import Page as SyncPage
     from playwright.sync_api import Playwright as SyncPlaywright
 
-__all__ = ["Stagehand", "Agent"]
+    from .agent import Agent as AsyncAgent
+    from .agent import AgentEvent, AgentMode, AgentResult, EvaluateResult
+
+__all__ = ["Agent", "Stagehand"]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -112,7 +119,7 @@ class Stagehand:
             _core = run_sync(page, make())
         self._core = _core
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coro: Awaitable[T]) -> T:
         return run_sync(self._page, coro)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -257,7 +264,7 @@ class Stagehand:
         timeout: float | None = None,
     ) -> Any:
         """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
-        return self._run(self._core.extract(instruction, schema, selector=selector, screenshot=screenshot, timeout=timeout))
+        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot, timeout=timeout))
 
     # --- agent and judge -------------------------------------------------------------------
 
@@ -341,7 +348,7 @@ class Agent:
         """Run the task and yield its events; see :meth:`stagehand_py.agent.Agent.stream`."""
         if "callbacks" in options:
             options["callbacks"] = self._callbacks(options["callbacks"])
-        events = self._core.stream(instruction, **options)
+        events = cast(AsyncGenerator["AgentEvent", None], self._core.stream(instruction, **options))
         try:
             while True:
                 try:

@@ -15,18 +15,30 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from types import SimpleNamespace
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import pytest
+from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 import stagehand_py
-from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE
-from stagehand_py import Action, ActResult, ConfigurationError, InvalidArgumentError, PageClosedError, Snapshot
-from stagehand_py import sync_api
-from stagehand_py._sync_bridge import PlaywrightInternalsChanged, async_view, check_internals, sync_view
+from stagehand_py import (
+    Action,
+    ActResult,
+    ConfigurationError,
+    InvalidArgumentError,
+    PageClosedError,
+    Snapshot,
+    sync_api,
+)
+from stagehand_py._sync_bridge import (
+    PlaywrightInternalsChanged,
+    async_view,
+    check_internals,
+    sync_view,
+)
 
 T = TypeVar("T")
 
@@ -38,7 +50,7 @@ def in_thread(fn: Callable[[], T], *, timeout: float = 120) -> T:
     def body() -> None:
         try:
             box["result"] = fn()
-        except BaseException as exc:  # handed back to the test thread
+        except BaseException as exc:  # noqa: BLE001  (handed back to the test thread)
             box["error"] = exc
 
     thread = threading.Thread(target=body, name="sync-api-test")
@@ -240,9 +252,9 @@ def test_sync_class_mirrors_every_public_async_member() -> None:
 
 
 def test_observe_act_extract_with_a_scripted_model(sync_page: Page, server: Any) -> None:
+    from operations._ops import element, find_id
     from pydantic import BaseModel
 
-    from operations._ops import element, find_id
     from stagehand_py.testing import FunctionLLM
 
     class Heading(BaseModel):
