@@ -12,7 +12,10 @@ Each piece is small and testable on its own; the loop (:mod:`._loop`) wires them
 - :func:`write_json_atomic` for checkpoints (temp file in the same folder + ``os.replace``);
 - :func:`check_done_output`: a ``done`` output against the caller's schema;
 - :func:`summarise_steps` / :func:`history_split`: older steps folded into one-line summaries;
-- :func:`sanitise`: large binaries out of events and history.
+- :func:`sanitise`: large binaries out of events and history;
+- long-horizon extras: :func:`item_count` (``expected_items``), :func:`is_pagination_control`
+  (the pagination budget), :func:`count_actionable` / :func:`batch_abort_reason`
+  (multi-action steps).
 """
 
 from __future__ import annotations
@@ -50,10 +53,14 @@ __all__ = [
     "StallState",
     "StepBudget",
     "action_signature",
+    "batch_abort_reason",
     "check_done_output",
     "classify_error",
+    "count_actionable",
     "deep_merge",
     "history_split",
+    "is_pagination_control",
+    "item_count",
     "normalise_url",
     "page_signature",
     "sanitise",
@@ -399,3 +406,71 @@ def _looks_base64(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# --- long-horizon extras -----------------------------------------------------------------------
+
+
+def item_count(data: Any) -> int | None:
+    """How many items ``data`` holds: the length of a list, or of the only list value of an
+    object (``{"items": [a, b], "pages_seen": 3}`` holds 2); ``None`` when it is not clear."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="python")
+    if isinstance(data, list):
+        return len(data)
+    if isinstance(data, Mapping):
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) == 1:
+            return len(lists[0])
+    return None
+
+
+_PAGINATION = re.compile(
+    r"^(next( page| results?| »| ›|\s*[»›>→])?|[»›→]|>|load more.*|show more.*|more results|see more results"
+    r"|view more.*|older (posts|entries)|page suivante|weiter|siguiente)$",
+    re.IGNORECASE,
+)
+_OUTLINE_LINE = re.compile(r"^\s*\[[^\]]+\]\s+(?P<role>[\w ]+?):\s*(?P<name>.*?)(?:\s+(?:value=\"|\[)(?:.*))?$")
+
+
+def is_pagination_control(line: str) -> bool:
+    """Whether an outline line (``[0-12] link: Next page``) or an instruction names a "next
+    page" / "load more" control: a link or button whose name is one of the usual labels."""
+    text = line.strip()
+    m = _OUTLINE_LINE.match(text)
+    if m:
+        if m.group("role").strip() not in ("link", "button"):
+            return False
+        text = m.group("name")
+    text = re.sub(r"^(click|press|tap|open)( on)?( the)?\s+", "", text.strip().strip("'\""), flags=re.IGNORECASE)
+    text = re.sub(r"\s+(link|button)$", "", text, flags=re.IGNORECASE).strip()
+    return bool(_PAGINATION.match(text))
+
+
+def count_actionable(outline: str, roles: Sequence[str]) -> int:
+    """Outline lines whose role is one of ``roles`` and that are not disabled."""
+    count = 0
+    for line in outline.splitlines():
+        m = _OUTLINE_LINE.match(line)
+        if m and m.group("role").strip() in roles and "[disabled]" not in line:
+            count += 1
+    return count
+
+
+def batch_abort_reason(
+    *, url_before: str, url_now: str, navigations: int, actionable_before: int, actionable_now: int, max_shift: float = 0.2
+) -> str | None:
+    """Why the rest of a multi-action batch must not run, or ``None`` when it may go on: a
+    main-frame navigation, a changed URL, or a shift of more than ``max_shift`` (20%) in the
+    number of actionable elements since the batch started."""
+    if navigations:
+        return "the page navigated"
+    if normalise_url(url_before) != normalise_url(url_now):
+        return f"the URL changed to {url_now}"
+    if actionable_before == 0:
+        shifted = actionable_now > 0
+    else:
+        shifted = abs(actionable_now - actionable_before) / actionable_before > max_shift
+    if shifted:
+        return f"the number of actionable elements changed from {actionable_before} to {actionable_now}"
+    return None

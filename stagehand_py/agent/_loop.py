@@ -30,6 +30,9 @@ from .._errors import (
     InvalidArgumentError,
     LLMError,
     ModelRequestBlockedError,
+    ProviderConnectionError,
+    RateLimitError,
+    ServerError,
     StagehandError,
     TestDoubleError,
     UsageLimitExceededError,
@@ -46,10 +49,14 @@ from ._hygiene import (
     StallState,
     StepBudget,
     action_signature,
+    batch_abort_reason,
     check_done_output,
     classify_error,
+    count_actionable,
     deep_merge,
     history_split,
+    is_pagination_control,
+    item_count,
     sanitise,
     summarise_steps,
     write_json_atomic,
@@ -192,6 +199,10 @@ class Run:
         self.guard: DomainGuard | None = None
         self.last_signature: str | None = None
         self.last_action = ""
+        #: True while the primary model's last call failed on a retryable error (fallback in use).
+        self.primary_failed = False
+        self.used_fallback = False
+        self.pagination_bonus = 0
 
     # --- redaction ---------------------------------------------------------------------------
 
@@ -407,7 +418,24 @@ class DomMode:
 
 
 class Agent:
-    """A tool-using browser agent on one Stagehand. Make one with :meth:`Stagehand.agent`."""
+    """A tool-using browser agent on one Stagehand. Make one with :meth:`Stagehand.agent`.
+
+    Long-horizon options, all off by default:
+
+    - ``fallback_model``: a model (string, model object or :class:`LLMClient`) that gets one
+      attempt when the primary model's retries are exhausted on a rate limit, server error or
+      connection error; logged, flagged on the step (``model_fallback``), and preferred for the
+      final consolidation when the primary's last call failed.
+    - ``multi_action=True``: the model may chain up to ``max_actions_per_step`` (3) actions in
+      one answer; each runs as its own step on a fresh outline, and the chain stops on a
+      navigation, a URL change or a >20% shift in the number of actionable elements.
+    - ``pagination_bonus_steps=N``: each click on a recognised "next page" / "load more"
+      control adds N steps to the budget, at most ``max_pagination_bonus`` in all.
+    - ``expected_items=N``: once ``save_progress`` holds N items the model is told to finish;
+      ``done`` with fewer items returns ``partial_success``.
+    - ``memory_notes``: short notes (e.g. from earlier samples of a batch run) shown, fenced,
+      during the first ``memory_steps`` (3) steps.
+    """
 
     def __init__(
         self,
@@ -429,9 +457,27 @@ class Agent:
         on_safety_check: SafetyCallback | None = None,
         cua_screen: tuple[int, int] = (1024, 768),
         consolidation_timeout: float = 60.0,
+        fallback_model: Any = None,
+        multi_action: bool = False,
+        max_actions_per_step: int = 3,
+        pagination_bonus_steps: int = 0,
+        max_pagination_bonus: int = 20,
+        expected_items: int | None = None,
+        memory_notes: Sequence[str] = (),
+        memory_steps: int = 3,
     ) -> None:
         if mode not in ("dom", "cua"):
             raise InvalidArgumentError(f"mode must be 'dom' or 'cua', not {mode!r}.")
+        if multi_action and mode != "dom":
+            raise InvalidArgumentError("multi_action needs mode='dom' (computer-use actions are one per step).")
+        if max_actions_per_step < 2:
+            raise InvalidArgumentError(f"max_actions_per_step must be at least 2, not {max_actions_per_step}.")
+        if pagination_bonus_steps < 0 or max_pagination_bonus < 0:
+            raise InvalidArgumentError("pagination_bonus_steps and max_pagination_bonus must be 0 or more.")
+        if expected_items is not None and expected_items < 1:
+            raise InvalidArgumentError(f"expected_items must be at least 1, not {expected_items}.")
+        if isinstance(memory_notes, str):
+            raise InvalidArgumentError("memory_notes is a list of short notes, not one string.")
         if isinstance(allowed_domains, str):
             raise InvalidArgumentError("allowed_domains is a list of patterns, e.g. ['example.com', '*.example.com'].")
         self._sh = sh
@@ -456,6 +502,13 @@ class Agent:
         self._breaker_threshold = breaker_threshold
         self._on_safety_check = on_safety_check
         self._consolidation_timeout = consolidation_timeout
+        self._fallback_client = _fallback_client(sh, fallback_model)
+        self._max_actions = max_actions_per_step if multi_action else 1
+        self._pagination_bonus_steps = pagination_bonus_steps
+        self._max_pagination_bonus = max_pagination_bonus
+        self._expected_items = expected_items
+        self._memory_notes = [str(n) for n in memory_notes if str(n).strip()]
+        self._memory_steps = memory_steps
         if mode == "cua":
             from .cua._mode import CuaMode
 
@@ -545,6 +598,54 @@ class Agent:
         return ToolSet(tools)
 
 
+def _fallback_client(sh: Any, model: Any) -> LLMClient | None:
+    """The fallback model's client: an :class:`LLMClient` as given, anything else built like the
+    Stagehand's own clients but with no retries of its own (the fallback gets one attempt)."""
+    if model is None or isinstance(model, LLMClient):
+        return model
+    config = {k: v for k, v in getattr(sh, "_llm_config", {}).items() if v is not None and k not in ("max_retries", "retry_policy")}
+    return LLMClient(model, **config, max_retries=0)
+
+
+def _model_label(client: LLMClient) -> str:
+    return str(getattr(client, "model_name", None) or getattr(getattr(client, "model", None), "model_name", "") or "model")
+
+
+async def _generate(run: Run, messages: list[Any], *, purpose: str, output: Any, output_name: str | None = None) -> Any:
+    """One model call of the run: the primary model (with its retries), then -- only when a
+    ``fallback_model`` is set and the primary failed on a retryable error (rate limit, server
+    error, connection) -- one attempt on the fallback, logged. The final consolidation goes to
+    the fallback first when the primary's last call failed."""
+    agent = run.agent
+    fallback = agent._fallback_client
+    kwargs: dict[str, Any] = {"purpose": purpose, "output": output, "secrets": run.secrets}
+    if output_name is not None:
+        kwargs["output_name"] = output_name
+    run.used_fallback = False
+    if fallback is not None and run.primary_failed and purpose == "agent_consolidate":
+        logger.warning("agent: final consolidation on the fallback model %s (the primary model's last call failed)",
+                       _model_label(fallback))
+        await run.emit("warning", {"kind": "fallback_model", "purpose": purpose, "reason": "primary failed last"})
+        run.used_fallback = True
+        return await fallback.generate(messages, **kwargs)
+    try:
+        generated = await agent._client.generate(messages, **kwargs)
+    except (RateLimitError, ServerError, ProviderConnectionError) as exc:
+        if fallback is None:
+            raise
+        run.primary_failed = True
+        logger.warning(
+            "agent step %d: the primary model %s failed after its retries (%s: %s); one attempt on the fallback model %s",
+            run.step, _model_label(agent._client), type(exc).__name__, run.redact(str(exc))[:200], _model_label(fallback),
+        )
+        await run.emit("warning", {"kind": "fallback_model", "purpose": purpose, "error": type(exc).__name__,
+                                   "primary": _model_label(agent._client), "fallback": _model_label(fallback)})
+        run.used_fallback = True
+        return await fallback.generate(messages, **kwargs)
+    run.primary_failed = False
+    return generated
+
+
 # --- the loop ---------------------------------------------------------------------------------
 
 
@@ -579,14 +680,13 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
 
     finish_only = run.budget.is_last(run.step) or run.stall.force_finish
     offered = toolset.offered(finish_only=finish_only)
-    answer_model = step_model(offered, extra_fields=mode.extra_step_fields())
-    messages = _build_messages(run, mode, fence, offered, state, notices)
+    chain = 0 if finish_only else min(run.agent._max_actions, run.budget.remaining(run.step) + 1) - 1
+    answer_model = step_model(offered, extra_fields=mode.extra_step_fields(), more_actions=chain)
+    messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
     run.last_messages = [_message_record(m) for m in messages]
 
     try:
-        generated = await run.agent._client.generate(
-            messages, purpose="agent", output=answer_model, secrets=run.secrets, output_name="agent_step"
-        )
+        generated = await _generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step")
     except (AuthenticationError, BadRequestError, ModelRequestBlockedError, TestDoubleError) as exc:
         raise AgentError(f"the agent's model cannot be used: {type(exc).__name__}: {exc}") from exc
     except UsageLimitExceededError as exc:
@@ -616,6 +716,19 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
         await _terminal(run, answer, tool_name, args_model, state)
         return
 
+    more = list(getattr(answer, "more_actions", None) or [])
+    if not more:
+        await _run_tool(run, toolset, state, answer, tool_name, args_model)
+        return
+    await _run_chain(run, mode, toolset, state, answer, [call, *more])
+
+
+async def _run_tool(
+    run: Run, toolset: ToolSet, state: PageState, answer: Any, tool_name: str, args_model: Any,
+    *, chain: tuple[int, int] | None = None,
+) -> ToolOutcome:
+    """Run one (non-terminal) tool call and keep the books: step record, failures, pagination."""
+    args = args_model.model_dump(mode="json", by_alias=True)
     tool = toolset.tools[tool_name]
     try:
         if tool.browser:
@@ -632,13 +745,90 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
         message = str(exc).split("\nCall log:", 1)[0].strip()
         outcome = ToolOutcome(ok=False, text=f"{type(exc).__name__}: {message}", error=exc)
     outcome.text = run.redact(outcome.text)
+    if outcome.ok and tool_name == "act":
+        await _pagination_bonus(run, args_model, outcome)
     if outcome.image is not None:
         run.pending_images.append(outcome.image)
-    await _record_step(run, state, answer, tool_name, args, outcome)
+    await _record_step(run, state, answer, tool_name, args, outcome, chain=chain)
     if outcome.ok:
         run.failures.success()
     else:
         _after_failure(run, classify_error(outcome.error) if outcome.error else "logic", outcome.error)
+    return outcome
+
+
+async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, answer: Any, calls: list[Any]) -> None:
+    """A multi-action step: each chained call is its own step, on a fresh capture of the page;
+    the chain stops at a failure, the end of the budget, a main-frame navigation, a URL change
+    or a shift of more than 20% in the number of actionable elements."""
+    page = run.sh.page
+    navigations: list[str] = []
+
+    def on_navigated(frame: Any) -> None:
+        if frame == page.main_frame:
+            navigations.append(frame.url)
+
+    url_before = state.url
+    actionable_before = count_actionable("\n".join(run.outline_chunks), _INTERACTIVE_ROLES)
+    total = len(calls)
+    page.on("framenavigated", on_navigated)
+    try:
+        current = state
+        outcome: ToolOutcome | None = None
+        for index, call in enumerate(calls, start=1):
+            reason: str | None = None
+            if index > 1:
+                if run.step >= run.max_steps:
+                    reason = "no steps remain"
+                elif outcome is not None and not outcome.ok:
+                    reason = "the previous action failed"
+                else:
+                    current = await mode.capture(run)  # a fresh outline for this sub-action
+                    reason = batch_abort_reason(
+                        url_before=url_before, url_now=current.url, navigations=len(navigations),
+                        actionable_before=actionable_before,
+                        actionable_now=count_actionable("\n".join(run.outline_chunks), _INTERACTIVE_ROLES),
+                    )
+                if reason is not None:
+                    skipped = [c.tool for c in calls[index - 1:]]
+                    logger.info("agent step %d: multi-action chain stopped after %d of %d actions: %s",
+                                run.step, index - 1, total, reason)
+                    await run.emit("warning", {"kind": "multi_action_aborted", "reason": reason, "skipped": skipped,
+                                               "ran": index - 1, "chained": total})
+                    run.notices.append(P.multi_action_aborted(reason, skipped))
+                    return
+                run.step += 1
+                run.last_url = current.url
+                await run.emit("step_started", {"max_steps": run.max_steps, "chain": [index, total]})
+                await run.emit("tool_call", {"tool": call.tool, "args": call.args.model_dump(mode="json", by_alias=True),
+                                             "chain": [index, total]})
+                logger.info("agent step %d/%d: %s (chained action %d of %d)", run.step, run.max_steps, call.tool, index, total)
+            outcome = await _run_tool(run, toolset, current, answer, call.tool, call.args, chain=(index, total))
+    finally:
+        page.remove_listener("framenavigated", on_navigated)
+
+
+async def _pagination_bonus(run: Run, args: Any, outcome: ToolOutcome) -> None:
+    """A click on a recognised "next page" / "load more" control grants bonus steps (bounded)."""
+    per_click = run.agent._pagination_bonus_steps
+    if per_click <= 0:
+        return
+    element_id = getattr(args, "element_id", None)
+    label = run.line_for(element_id) if element_id else (getattr(args, "instruction", None) or "")
+    if getattr(args, "method", "click") != "click" or not label or not is_pagination_control(label):
+        return
+    bonus = min(per_click, run.agent._max_pagination_bonus - run.pagination_bonus)
+    if bonus <= 0:
+        logger.info("agent step %d: pagination click, but the pagination bonus is used up (%d steps)", run.step, run.pagination_bonus)
+        return
+    run.pagination_bonus += bonus
+    run.max_steps += bonus
+    run.budget.max_steps += bonus
+    logger.info("agent step %d: pagination control clicked (%s): +%d bonus steps, budget now %d",
+                run.step, label[:80], bonus, run.max_steps)
+    await run.emit("warning", {"kind": "pagination_bonus", "bonus": bonus, "total_bonus": run.pagination_bonus,
+                               "max_steps": run.max_steps})
+    outcome.text = f"{outcome.text} {P.pagination_bonus_note(bonus, run.max_steps)}"
 
 
 def _after_failure(run: Run, kind: str, exc: BaseException | None) -> None:
@@ -653,7 +843,10 @@ def _after_failure(run: Run, kind: str, exc: BaseException | None) -> None:
         )
 
 
-async def _record_step(run: Run, state: PageState, answer: Any, tool: str, args: dict[str, Any], outcome: ToolOutcome) -> None:
+async def _record_step(
+    run: Run, state: PageState, answer: Any, tool: str, args: dict[str, Any], outcome: ToolOutcome,
+    *, chain: tuple[int, int] | None = None,
+) -> None:
     kind = None if outcome.ok else (classify_error(outcome.error) if outcome.error else "logic")
     step = AgentStep(
         step=run.step,
@@ -666,6 +859,8 @@ async def _record_step(run: Run, state: PageState, answer: Any, tool: str, args:
         result=sanitise(run.redact(outcome.text)),
         error_kind=kind,
         url=run.redact(state.url),
+        model_fallback=run.used_fallback and answer is not None,
+        chain=chain,
     )
     run.steps.append(step)
     run.last_action = action_signature(tool, args)
@@ -694,6 +889,15 @@ async def _notices(run: Run, state: PageState, fence: Fence) -> list[str]:
             notices.append(P.blocked_message([b.url for b in blocked], run.guard.patterns))
             for b in blocked:
                 await run.emit("blocked", b.model_dump())
+    notices.extend(run.notices)
+    run.notices.clear()
+    notes = run.agent._memory_notes
+    if notes and run.step <= run.agent._memory_steps:
+        notices.append(P.memory_message(notes, fence))
+    expected = run.agent._expected_items
+    count = item_count(run.data) if expected is not None else None
+    if expected is not None and count is not None and count >= expected:
+        notices.append(P.expected_items_reached(count, expected))
     if run.stall.force_finish:
         notices.append(P.FORCED_FINISH)
     elif run.budget.is_last(run.step):
@@ -701,7 +905,9 @@ async def _notices(run: Run, state: PageState, fence: Fence) -> list[str]:
     return notices
 
 
-def _build_messages(run: Run, mode: Mode, fence: Fence, offered: Sequence[Tool], state: PageState, notices: list[str]) -> list[Any]:
+def _build_messages(
+    run: Run, mode: Mode, fence: Fence, offered: Sequence[Tool], state: PageState, notices: list[str], *, chain: int = 0
+) -> list[Any]:
     split = history_split(len(run.steps), keep_last=run.agent._history_window, summarise_every=run.agent._summarise_every)
     older = [s.model_dump() for s in run.steps[:split]]
     recent = [s.model_dump() for s in run.steps[split:]]
@@ -717,7 +923,10 @@ def _build_messages(run: Run, mode: Mode, fence: Fence, offered: Sequence[Tool],
     for image in [*run.pending_images, *state.images]:
         parts.append(ImagePart(data=image, media_type="image/png"))
     run.pending_images = []
-    return [SystemMessage(mode.system_prompt(run, fence, offered)), UserMessage(parts)]
+    system = mode.system_prompt(run, fence, offered)
+    if chain > 0:
+        system += "\n\n" + P.more_actions_rule(chain + 1)
+    return [SystemMessage(system), UserMessage(parts)]
 
 
 def _message_record(message: Any) -> dict[str, Any]:
@@ -755,6 +964,12 @@ async def _terminal(run: Run, answer: Any, tool: str, args: Any, state: PageStat
             await _record_step(run, state, answer, tool, dumped, ToolOutcome(ok=False, text=text))
             return
     await _record_step(run, state, answer, tool, dumped, ToolOutcome(ok=True, text=args.message))
+    expected = run.agent._expected_items
+    count = item_count(output if output is not None else run.data) if expected is not None else None
+    if expected is not None and count is not None and count < expected:
+        logger.info("agent: done with %d of %d expected items -> partial_success", count, expected)
+        raise _Finished("partial_success", f"{run.redact(args.message)} ({count} of {expected} expected items)",
+                        output=value, success=False)
     raise _Finished("done", run.redact(args.message), output=value)
 
 
@@ -786,10 +1001,8 @@ async def _consolidate(run: Run, reason: str) -> _Finished:
         system, user = P.consolidation_messages(run.instruction, collected, run.memory, reason, fence)
         try:
             async with asyncio.timeout(run.agent._consolidation_timeout):
-                generated = await run.agent._client.generate(
-                    [SystemMessage(system), UserMessage(user)], purpose="agent_consolidate", output=run.output,
-                    secrets=run.secrets,
-                )
+                generated = await _generate(run, [SystemMessage(system), UserMessage(user)],
+                                            purpose="agent_consolidate", output=run.output)
             run.usage = run.usage + generated.usage
             output = generated.output
         except TestDoubleError:

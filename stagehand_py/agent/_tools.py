@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from .._errors import InvalidArgumentError
 from .._types import Action, ActionMethod
-from ..prompts.agent import TOOL_DESCRIPTIONS
+from ..prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 
 if TYPE_CHECKING:
     from ._loop import Run
@@ -326,8 +326,7 @@ def _one_of_to_any_of(node: Any) -> Any:
     return node
 
 
-def step_model(tools: Sequence[Tool], *, extra_fields: dict[str, Any] | None = None) -> type[BaseModel]:
-    """The answer schema for one step offering exactly ``tools``."""
+def _call_union(tools: Sequence[Tool]) -> Any:
     calls = [
         create_model(
             f"call_{t.name}",
@@ -337,8 +336,23 @@ def step_model(tools: Sequence[Tool], *, extra_fields: dict[str, Any] | None = N
         )
         for t in tools
     ]
-    union: Any = calls[0] if len(calls) == 1 else Annotated[Union[tuple(calls)], Field(discriminator="tool")]  # noqa: UP007
-    return create_model("agent_step", __base__=_StepBase, action=(union, ...), **(extra_fields or {}))
+    return calls[0] if len(calls) == 1 else Annotated[Union[tuple(calls)], Field(discriminator="tool")]  # noqa: UP007
+
+
+def step_model(tools: Sequence[Tool], *, extra_fields: dict[str, Any] | None = None, more_actions: int = 0) -> type[BaseModel]:
+    """The answer schema for one step offering exactly ``tools``.
+
+    With ``more_actions`` > 0 (multi-action steps) the answer may chain up to that many further
+    non-terminal calls in ``more_actions`` after ``action``.
+    """
+    fields = dict(extra_fields or {})
+    chainable = [t for t in tools if t.name not in TERMINAL_TOOLS]
+    if more_actions > 0 and chainable:
+        fields["more_actions"] = (
+            list[_call_union(chainable)],  # type: ignore[misc]
+            Field(default_factory=list, max_length=more_actions, description=MORE_ACTIONS_DESCRIPTION),
+        )
+    return create_model("agent_step", __base__=_StepBase, action=(_call_union(tools), ...), **fields)
 
 
 @dataclass

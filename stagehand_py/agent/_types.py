@@ -62,6 +62,11 @@ class AgentStep(BaseModel):
     result: str = ""
     error_kind: Literal["infrastructure", "logic"] | None = None
     url: str = ""
+    #: True when this step's answer came from the agent's ``fallback_model`` (the primary
+    #: model's retries were exhausted on a retryable error).
+    model_fallback: bool = False
+    #: For a multi-action step: ``(k, n)``, this is action k of the n the model chained.
+    chain: tuple[int, int] | None = None
 
 
 class ScreenshotRecord(BaseModel):
