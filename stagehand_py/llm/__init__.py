@@ -27,7 +27,8 @@ from ._messages import (
     ToolResultPart,
     UserMessage,
 )
-from ._profiles import OutputMode, Profile, default_profile
+from ._profiles import OutputMode, Profile, ResponseFormat, default_profile, llama_cpp_server_profile
+from ._providers._local import LocalModel
 from ._redact import REDACTED, Redactor
 from ._request import LanguageModel, LLMRequest, ModelResponse
 from ._retry import RetryPolicy
@@ -52,6 +53,9 @@ __all__ = [
     "Profile",
     "OutputMode",
     "default_profile",
+    "ResponseFormat",
+    "llama_cpp_server_profile",
+    "LocalModel",
     "RetryPolicy",
     "Usage",
     "UsageLimits",

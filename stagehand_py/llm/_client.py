@@ -32,6 +32,7 @@ from ._inference_log import InferenceLog
 from ._messages import AssistantMessage, ImagePart, Message, UserMessage, coerce_messages, message_text
 from ._profiles import OutputMode, Profile, default_profile
 from ._providers._common import HTTPProviderModel, env_var_for
+from ._providers._local import LocalModel
 from ._redact import Redactor
 from ._request import LanguageModel, LLMRequest, ModelResponse
 from ._retry import RetryPolicy, call_with_retries
@@ -45,7 +46,7 @@ logger = logging.getLogger("stagehand_py")
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
-_PROVIDERS = ("openai", "anthropic")
+_PROVIDERS = ("openai", "anthropic", "local")
 #: An image costs roughly this many input tokens; only used to estimate against limits.
 _IMAGE_TOKEN_ESTIMATE = 1000
 
@@ -77,7 +78,7 @@ def resolve_model(
     output_mode: OutputMode | None,
     http_client: httpx2.AsyncClient | None,
     env: dict[str, str] | None = None,
-) -> HTTPProviderModel:
+) -> HTTPProviderModel | LocalModel:
     """Turn ``"provider/model"`` plus options into a provider adapter.
 
     Keys are read here, once per client, from the argument or the provider's usual env var;
@@ -88,12 +89,20 @@ def resolve_model(
     if not sep or not name or provider not in _PROVIDERS:
         raise ConfigurationError(
             f"model {model!r} is not '<provider>/<model name>' with a provider of {', '.join(_PROVIDERS)}. "
-            "Examples: 'openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5'; for an OpenAI-compatible "
-            "server (Ollama, llama.cpp, vLLM, LM Studio) use 'openai/<its model name>' with base_url=."
+            "Examples: 'openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5', 'local/<file>.gguf' (in-process "
+            "llama.cpp); for an OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio) use "
+            "'openai/<its model name>' with base_url=."
         )
     chosen = profile or default_profile(provider, name, base_url=base_url)
     if output_mode is not None:
         chosen = chosen.model_copy(update={"output_mode": output_mode})
+    if provider == "local":
+        if api_key is not None or base_url is not None or http_client is not None:
+            raise ConfigurationError(
+                f"{model!r} runs in this process: api_key=, base_url= and http_client= do not apply. For a "
+                "llama.cpp server use 'openai/<name>' with base_url= and profile=llama_cpp_server_profile()."
+            )
+        return LocalModel(name, profile=chosen)
     env_var = env_var_for(provider)
     key = api_key or environ.get(env_var)
     if not key:
@@ -140,6 +149,7 @@ class LLMClient:
         http_client: httpx2.AsyncClient | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        choice_mode: bool | None = None,
     ) -> None:
         if max_reasks < 0:
             raise InvalidArgumentError(f"max_reasks must be 0 or more, not {max_reasks}.")
@@ -173,6 +183,7 @@ class LLMClient:
         self._redactor = Redactor(secrets)
         self._max_output_tokens = max_output_tokens
         self._temperature = temperature
+        self._choice_mode = choice_mode
         self._metrics = Metrics()
 
     def __repr__(self) -> str:
@@ -201,6 +212,15 @@ class LLMClient:
     @property
     def model_name(self) -> str:
         return self._model_label
+
+    @property
+    def choice_mode(self) -> bool:
+        """Whether observe()/act() ask this model to choose among the page's element lines
+        (see :attr:`Profile.choice_mode`): ``choice_mode=`` when given, else the model's profile."""
+        if self._choice_mode is not None:
+            return self._choice_mode
+        profile = getattr(self._model, "profile", None)
+        return bool(getattr(profile, "choice_mode", False))
 
     @property
     def metrics(self) -> Metrics:

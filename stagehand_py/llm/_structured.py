@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .._errors import InvalidSchemaError, RefusalError
+from ..prompts.llm import not_a_choice
 from ._request import ModelResponse
 
 __all__ = ["OutputSpec", "InvalidOutput", "parse_json_text"]
@@ -25,6 +26,8 @@ __all__ = ["OutputSpec", "InvalidOutput", "parse_json_text"]
 T = TypeVar("T")
 
 _WRAP_KEY = "value"
+#: Enums longer than this are not listed in validation errors (choice mode has hundreds).
+_ENUM_SHOWN = 8
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -152,8 +155,15 @@ class OutputSpec(Generic[T]):
         validator_cls = jsonschema.validators.validator_for(self.schema)
         errors = sorted(validator_cls(self.schema).iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
-            raise InvalidOutput([_json_path(list(e.absolute_path)) + ": " + e.message for e in errors[:20]], data)
+            raise InvalidOutput([_json_path(list(e.absolute_path)) + ": " + _message(e) for e in errors[:20]], data)
         return data
+
+
+def _message(error: Any) -> str:
+    """jsonschema's message, except for long enums: those would repeat every choice in the re-ask."""
+    if error.validator == "enum" and isinstance(error.validator_value, list) and len(error.validator_value) > _ENUM_SHOWN:
+        return not_a_choice(error.instance, len(error.validator_value))
+    return str(error.message)
 
 
 def _plain(value: Any) -> Any:

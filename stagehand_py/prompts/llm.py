@@ -13,6 +13,7 @@ __all__ = [
     "OUTPUT_TOOL_DESCRIPTION",
     "prompted_json_instructions",
     "reask_message",
+    "not_a_choice",
 ]
 
 #: Description of the one tool a ``tools``-mode request forces the model to call.
@@ -41,3 +42,11 @@ def reask_message(errors: list[str]) -> str:
         "what is listed."
     )
 
+
+
+def not_a_choice(value: object, choices: int) -> str:
+    """A validation problem: the answer is not one of a long list of allowed values."""
+    return (
+        f"{value!r} is not one of the {choices} allowed values; copy one of the listed choices "
+        "exactly, character for character"
+    )

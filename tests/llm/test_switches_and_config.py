@@ -190,7 +190,7 @@ def test_public_surface_is_pinned() -> None:
         "SystemMessage", "UserMessage", "AssistantMessage", "ToolMessage", "TextPart", "ImagePart",
         "ImageMediaType", "ToolCallPart", "ToolResultPart", "Profile", "OutputMode", "default_profile",
         "RetryPolicy", "Usage", "UsageLimits", "Metrics", "Redactor", "REDACTED", "CapturedCall",
-        "BLOCK_ENV_VAR",
+        "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel",
     }
     assert set(testing.__all__) == {
         "FunctionLLM", "ScriptedLLM", "Answer", "block_model_requests", "capture_requests",

@@ -44,7 +44,10 @@ class OpenAIChatModel(HTTPProviderModel):
             params[key] = request.max_output_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
-        if schema is not None and mode == "json_schema":
+        if schema is not None and mode == "json_schema" and self.profile.response_format == "json_object":
+            # llama_cpp.server's form: it builds a grammar from the schema (and 500s on json_schema).
+            params["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None and mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": request.output_name, "schema": schema, "strict": self.profile.strict_schema},
