@@ -20,6 +20,7 @@ from ._messages import (
     ImageMediaType,
     ImagePart,
     Message,
+    PendingSafetyCheck,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -30,7 +31,7 @@ from ._messages import (
 from ._profiles import OutputMode, Profile, ResponseFormat, default_profile, llama_cpp_server_profile
 from ._providers._local import LocalModel
 from ._redact import REDACTED, Redactor
-from ._request import LanguageModel, LLMRequest, ModelResponse
+from ._request import ComputerTool, LanguageModel, LLMRequest, ModelResponse, ProviderTool
 from ._retry import RetryPolicy
 from ._usage import Metrics, Usage, UsageLimits
 
@@ -50,6 +51,9 @@ __all__ = [
     "ImageMediaType",
     "ToolCallPart",
     "ToolResultPart",
+    "PendingSafetyCheck",
+    "ComputerTool",
+    "ProviderTool",
     "Profile",
     "OutputMode",
     "default_profile",

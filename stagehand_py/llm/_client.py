@@ -24,17 +24,26 @@ from .._errors import (
     LLMError,
     ModelRequestBlockedError,
     OutputValidationError,
+    RefusalError,
     StagehandError,
 )
 from ..prompts.llm import reask_message
 from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
 from ._inference_log import InferenceLog
-from ._messages import AssistantMessage, ImagePart, Message, UserMessage, coerce_messages, message_text
+from ._messages import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    ToolResultPart,
+    UserMessage,
+    coerce_messages,
+    message_text,
+)
 from ._profiles import OutputMode, Profile, default_profile
 from ._providers._common import HTTPProviderModel, env_var_for
 from ._providers._local import LocalModel
 from ._redact import Redactor
-from ._request import LanguageModel, LLMRequest, ModelResponse
+from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool
 from ._retry import RetryPolicy, call_with_retries
 from ._structured import InvalidOutput, OutputSpec
 from ._usage import Metrics, Usage, UsageLimits, estimate_tokens
@@ -318,6 +327,47 @@ class LLMClient:
             redactor.exception(exc)
             raise
 
+    async def turn(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ProviderTool],
+        purpose: str = "generic",
+        previous_response_id: str | None = None,
+        secrets: Iterable[str] = (),
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> ModelResponse:
+        """One turn of a tool-using conversation with provider-defined ``tools`` (e.g.
+        :class:`~stagehand_py.llm.ComputerTool`): the answer's ``tool_calls`` and ``text``, as the
+        model gave them (no output schema, no re-asks).
+
+        Retries, usage limits and metrics, the kill switch, capture, the inference log and
+        redaction of ``secrets`` are those of :meth:`generate`. ``previous_response_id``
+        continues a stored conversation (OpenAI Responses API; pass only the new messages).
+        An explicit refusal is a :class:`RefusalError`.
+        """
+        if not tools:
+            raise InvalidArgumentError("turn() needs at least one tool; use generate() for a plain answer.")
+        redactor = self._redactor.with_extra(secrets)
+        request = LLMRequest(
+            messages=coerce_messages(messages),
+            purpose=purpose,
+            tools=tuple(tools),
+            previous_response_id=previous_response_id,
+            max_output_tokens=max_output_tokens if max_output_tokens is not None else self._max_output_tokens,
+            temperature=temperature if temperature is not None else self._temperature,
+        )
+        try:
+            response = await self._call(request, redactor)
+            if response.refusal:
+                raise RefusalError(f"{self._model_label} refused the {purpose!r} turn: {redactor.text(response.refusal)}")
+        except StagehandError as exc:
+            self._metrics.record_failure()
+            redactor.exception(exc)
+            raise
+        return response
+
     async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
         """One answer from the model: limits, kill switch, retries, capture, usage, log."""
         if self._limits is not None:
@@ -389,7 +439,8 @@ def _raw_text(response: ModelResponse) -> str | None:
 def _estimate_input(request: LLMRequest) -> int:
     tokens = sum(estimate_tokens(message_text(m)) for m in request.messages)
     tokens += _IMAGE_TOKEN_ESTIMATE * sum(
-        1 for m in request.messages for p in m.content if isinstance(p, ImagePart)
+        1 if isinstance(p, ImagePart) else len(p.images)
+        for m in request.messages for p in m.content if isinstance(p, ImagePart | ToolResultPart)
     )
     if request.output_schema is not None:
         tokens += estimate_tokens(json.dumps(request.output_schema))

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._messages import ImagePart, TextPart
+from ._messages import ImagePart, TextPart, ToolResultPart
 from ._redact import REDACTED, Redactor
 from ._request import LLMRequest, ModelResponse
 
@@ -36,7 +36,14 @@ def request_record(request: LLMRequest) -> dict[str, Any]:
             if isinstance(part, TextPart):
                 parts.append({"type": "text", "text": REDACTED if part.secret else part.text})
             elif isinstance(part, ImagePart):
-                parts.append({"type": "image", "media_type": part.media_type, "bytes": len(part.data)})
+                parts.append(_image(part))
+            elif isinstance(part, ToolResultPart) and not isinstance(part.content, str):
+                record = part.model_dump(mode="json", exclude={"content"})
+                record["content"] = [
+                    _image(p) if isinstance(p, ImagePart) else {"type": "text", "text": REDACTED if p.secret else p.text}
+                    for p in part.content
+                ]
+                parts.append(record)
             else:
                 parts.append(part.model_dump(mode="json"))
         messages.append({"role": message.role, "content": parts})
@@ -46,7 +53,13 @@ def request_record(request: LLMRequest) -> dict[str, Any]:
         "output_name": request.output_name,
         "output_schema": request.output_schema,
         "messages": messages,
+        **({"tools": [t.model_dump(mode="json") for t in request.tools]} if request.tools else {}),
+        **({"previous_response_id": request.previous_response_id} if request.previous_response_id else {}),
     }
+
+
+def _image(part: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "media_type": part.media_type, "bytes": len(part.data)}
 
 
 class InferenceLog:
@@ -81,6 +94,10 @@ class InferenceLog:
                 "model": response.model,
                 "usage": response.usage.model_dump(),
             }
+            if response.tool_calls:
+                entry["response"]["tool_calls"] = [c.model_dump(mode="json") for c in response.tool_calls]
+            if response.response_id:
+                entry["response"]["response_id"] = response.response_id
         if error is not None:
             entry["error"] = {"type": type(error).__name__, "message": str(error)}
         entry = redactor.data(entry)

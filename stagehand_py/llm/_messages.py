@@ -17,6 +17,7 @@ __all__ = [
     "ImagePart",
     "ToolCallPart",
     "ToolResultPart",
+    "PendingSafetyCheck",
     "SystemMessage",
     "UserMessage",
     "AssistantMessage",
@@ -53,22 +54,59 @@ class ImagePart(_Frozen):
     media_type: ImageMediaType = "image/png"
 
 
+class PendingSafetyCheck(_Frozen):
+    """A safety check a provider attached to a tool call (OpenAI computer use): the caller must
+    acknowledge it, by sending it back in :attr:`ToolResultPart.acknowledged_safety_checks`,
+    before the call may run."""
+
+    id: str
+    code: str | None = None
+    message: str | None = None
+
+
 class ToolCallPart(_Frozen):
-    """A tool call the assistant made (agent loops replay these in later turns)."""
+    """A tool call the assistant made (agent loops replay these in later turns).
+
+    For a provider-defined tool (see :class:`~stagehand_py.llm.ComputerTool`) ``name`` is the
+    tool's native name (``"computer"``) and ``arguments`` its native input (Anthropic's
+    ``{"action": "left_click", "coordinate": [x, y]}``, OpenAI's ``{"type": "click", ...}``).
+    """
 
     type: Literal["tool_call"] = "tool_call"
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    #: Checks the provider wants acknowledged before this call runs (OpenAI computer use).
+    safety_checks: tuple[PendingSafetyCheck, ...] = ()
 
 
 class ToolResultPart(_Frozen):
-    """The answer to one :class:`ToolCallPart`, sent back in a :class:`ToolMessage`."""
+    """The answer to one :class:`ToolCallPart`, sent back in a :class:`ToolMessage`.
+
+    ``content`` is text, or text and images (a computer-use screenshot travels here: Anthropic
+    gets image blocks inside its ``tool_result``, OpenAI a ``computer_call_output`` whose
+    screenshot is the first image).
+    """
 
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
-    content: str
+    content: str | tuple[Annotated[TextPart | ImagePart, Field(discriminator="type")], ...]
     is_error: bool = False
+    #: The call's :attr:`ToolCallPart.safety_checks` the caller approved (OpenAI computer use).
+    acknowledged_safety_checks: tuple[PendingSafetyCheck, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The text of the result (images left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        if isinstance(self.content, str):
+            return ()
+        return tuple(p for p in self.content if isinstance(p, ImagePart))
 
 
 UserPart: TypeAlias = Annotated[TextPart | ImagePart, Field(discriminator="type")]
@@ -152,5 +190,5 @@ def message_text(message: SystemMessage | UserMessage | AssistantMessage | ToolM
         if isinstance(part, TextPart):
             texts.append(part.text)
         elif isinstance(part, ToolResultPart):
-            texts.append(part.content)
+            texts.append(part.text)
     return "\n".join(texts)

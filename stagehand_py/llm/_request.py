@@ -7,14 +7,49 @@ retries, usage and logging are the client's job, so a custom model stays a few l
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._messages import Message
+from ._messages import Message, ToolCallPart
 from ._usage import Usage
 
-__all__ = ["LLMRequest", "ModelResponse", "LanguageModel"]
+__all__ = ["LLMRequest", "ModelResponse", "LanguageModel", "ComputerTool", "ProviderTool", "ANTHROPIC_COMPUTER_BETAS"]
+
+#: The ``anthropic-beta`` header each version of Anthropic's computer tool needs.
+ANTHROPIC_COMPUTER_BETAS: dict[str, str] = {
+    "computer_20241022": "computer-use-2024-10-22",
+    "computer_20250124": "computer-use-2025-01-24",
+    "computer_20251124": "computer-use-2025-11-24",
+}
+
+
+class ComputerTool(BaseModel):
+    """A provider-defined computer-use tool: the model sees screenshots of a display of this
+    size (pixels) and answers with native coordinate actions in :attr:`ModelResponse.tool_calls`.
+
+    Anthropic gets ``{"type": anthropic_type, "name": "computer", "display_width_px": ...,
+    "display_height_px": ...}`` on the beta Messages API with its ``anthropic-beta`` header;
+    OpenAI gets ``{"type": "computer_use_preview", "display_width": ..., "display_height": ...,
+    "environment": ...}`` on the Responses API.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["computer"] = "computer"
+    display_width: int = Field(gt=0)
+    display_height: int = Field(gt=0)
+    environment: Literal["browser", "mac", "windows", "linux", "ubuntu"] = "browser"
+    #: Anthropic's tool version (a key of :data:`ANTHROPIC_COMPUTER_BETAS`).
+    anthropic_type: str = "computer_20250124"
+
+    @property
+    def name(self) -> str:
+        return "computer"
+
+
+#: Provider-defined tools a request may offer (only the computer tool so far).
+ProviderTool: TypeAlias = ComputerTool
 
 
 class LLMRequest(BaseModel):
@@ -36,6 +71,11 @@ class LLMRequest(BaseModel):
     attempt: int = 1
     max_output_tokens: int | None = None
     temperature: float | None = None
+    #: Provider-defined tools offered to the model (answers come back as ``tool_calls``).
+    tools: tuple[ProviderTool, ...] = ()
+    #: Continue a stored provider conversation (OpenAI Responses API): ``messages`` then hold
+    #: only the new input (tool results, a user turn) and the system prompt.
+    previous_response_id: str | None = None
 
 
 class ModelResponse(BaseModel):
@@ -54,6 +94,11 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
     finish_reason: str | None = None
+    #: The calls of provider-defined tools (and other tools) the model made, in order.
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    #: The provider's id of this response (OpenAI Responses API: the next turn's
+    #: ``previous_response_id``).
+    response_id: str | None = None
 
 
 @runtime_checkable

@@ -1,5 +1,6 @@
 """A scriptable HTTP server on 127.0.0.1 that speaks just enough of the OpenAI chat
-completions and Anthropic messages wire formats for the real SDKs to talk to it.
+completions and Responses (computer use) and the Anthropic messages (tool use, the computer
+tool on the beta API) wire formats for the real SDKs to talk to it.
 
 Each test queues the answers it wants (status, JSON body, headers, delay, raw bytes) and
 then reads back the exact requests the SDK sent.
@@ -144,3 +145,38 @@ def anthropic_message(*, text: str | None = None, tool_use: tuple[str, dict[str,
 
 def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
     return {"error": {"message": message, "type": kind}}
+
+
+def anthropic_tool_uses(*calls: tuple[str, str, dict[str, Any]], text: str | None = None, input_tokens: int = 20,
+                        output_tokens: int = 5, model: str = "claude-sonnet-4-5") -> dict[str, Any]:
+    """A message with several ``tool_use`` blocks, each ``(id, name, input)``: e.g. the native
+    computer tool's ``("toolu_1", "computer", {"action": "left_click", "coordinate": [x, y]})``."""
+    body = anthropic_message(text=text, input_tokens=input_tokens, output_tokens=output_tokens, model=model)
+    body["content"] += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
+    if calls:
+        body["stop_reason"] = "tool_use"
+    return body
+
+
+def openai_response(*, id: str = "resp_1", computer_call: tuple[str, dict[str, Any]] | None = None,
+                    safety_checks: list[dict[str, Any]] | None = None, text: str | None = None,
+                    refusal: str | None = None, input_tokens: int = 50, output_tokens: int = 8, cached: int = 0,
+                    reasoning: int = 0, model: str = "computer-use-preview") -> dict[str, Any]:
+    """A Responses API answer: a reasoning item, then a ``computer_call`` ``(call_id, action)``
+    with its ``pending_safety_checks``, and/or an assistant message (text or refusal)."""
+    output: list[dict[str, Any]] = [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    if computer_call is not None:
+        call_id, action = computer_call
+        output.append({"type": "computer_call", "id": f"cu_{call_id}", "call_id": call_id, "action": action,
+                       "pending_safety_checks": safety_checks or [], "status": "completed"})
+    if text is not None or refusal is not None:
+        part = {"type": "output_text", "text": text, "annotations": []} if text is not None else {"type": "refusal", "refusal": refusal}
+        output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [part]})
+    return {
+        "id": id, "object": "response", "created_at": 1, "status": "completed", "model": model, "output": output,
+        "error": None, "incomplete_details": None, "instructions": None, "metadata": {}, "parallel_tool_calls": True,
+        "temperature": 1.0, "tool_choice": "auto", "tools": [], "top_p": 1.0, "truncation": "auto",
+        "usage": {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": cached},
+                  "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": reasoning},
+                  "total_tokens": input_tokens + output_tokens},
+    }

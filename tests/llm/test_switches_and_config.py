@@ -188,7 +188,8 @@ def test_public_surface_is_pinned() -> None:
     assert set(llm.__all__) == {
         "LLMClient", "GenerateResult", "LLMRequest", "ModelResponse", "LanguageModel", "Message",
         "SystemMessage", "UserMessage", "AssistantMessage", "ToolMessage", "TextPart", "ImagePart",
-        "ImageMediaType", "ToolCallPart", "ToolResultPart", "Profile", "OutputMode", "default_profile",
+        "ImageMediaType", "ToolCallPart", "ToolResultPart", "PendingSafetyCheck", "ComputerTool", "ProviderTool",
+        "Profile", "OutputMode", "default_profile",
         "RetryPolicy", "Usage", "UsageLimits", "Metrics", "Redactor", "REDACTED", "CapturedCall",
         "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel",
     }

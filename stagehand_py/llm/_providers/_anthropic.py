@@ -3,6 +3,10 @@
 Structured output defaults to one forced tool call (``tool_choice`` names our output tool);
 ``json_schema`` mode uses ``output_config.format``; ``prompted`` puts the schema in the
 system prompt.
+
+Provider-defined tools (:class:`~stagehand_py.llm.ComputerTool`) go to the beta Messages API
+with the tool version's ``anthropic-beta`` header; every ``tool_use`` block comes back in
+:attr:`ModelResponse.tool_calls`, and screenshots return as image blocks inside ``tool_result``.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ import anthropic
 
 from ...prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
-from .._request import LLMRequest, ModelResponse
+from .._request import ANTHROPIC_COMPUTER_BETAS, ComputerTool, LLMRequest, ModelResponse
 from .._usage import Usage
-from ._common import HTTPProviderModel, malformed_response_error
+from ._common import HTTPProviderModel, malformed_response_error, unsupported_tool_error
 
 __all__ = ["AnthropicModel"]
 
@@ -58,9 +62,30 @@ class AnthropicModel(HTTPProviderModel):
             params["tool_choice"] = {"type": "tool", "name": request.output_name}
         elif schema is not None and mode == "json_schema":
             params["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+        if request.tools:
+            native, betas = self._native_tools(request)
+            params["tools"] = [*native, *params.get("tools", [])]
+            params.pop("tool_choice", None)  # forcing the output tool would forbid the others
+            params["betas"] = betas
         return params
 
+    def _native_tools(self, request: LLMRequest) -> tuple[list[dict[str, Any]], list[str]]:
+        tools: list[dict[str, Any]] = []
+        betas: list[str] = []
+        for tool in request.tools:
+            if not isinstance(tool, ComputerTool) or tool.anthropic_type not in ANTHROPIC_COMPUTER_BETAS:
+                raise unsupported_tool_error(provider=self.provider, model=self.model_name, tool=tool,
+                                             known=sorted(ANTHROPIC_COMPUTER_BETAS))
+            tools.append({"type": tool.anthropic_type, "name": tool.name,
+                          "display_width_px": tool.display_width, "display_height_px": tool.display_height})
+            beta = ANTHROPIC_COMPUTER_BETAS[tool.anthropic_type]
+            if beta not in betas:
+                betas.append(beta)
+        return tools, betas
+
     async def _create(self, params: dict[str, Any]) -> Any:
+        if "betas" in params:  # provider-defined tools live on the beta API (sends anthropic-beta)
+            return await self._sdk().beta.messages.create(**params)
         return await self._sdk().messages.create(**params)
 
     def _parse(self, message: Any, request: LLMRequest) -> ModelResponse:
@@ -77,6 +102,11 @@ class AnthropicModel(HTTPProviderModel):
             "finish_reason": stop_reason,
         }
         texts = [b.text for b in content if getattr(b, "type", None) == "text"]
+        common["tool_calls"] = tuple(
+            ToolCallPart(id=b.id, name=b.name, arguments=dict(b.input or {}))
+            for b in content if getattr(b, "type", None) == "tool_use"
+        )
+        common["response_id"] = getattr(message, "id", None)
         if stop_reason == "refusal":
             return ModelResponse(refusal="\n".join(texts) or "refused (stop_reason=refusal)", **common)
         if request.output_schema is not None and self.profile.output_mode == "tools":
@@ -100,6 +130,18 @@ def _usage(raw: Any) -> Usage:
     )
 
 
+def _image_block(part: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "source": {
+        "type": "base64", "media_type": part.media_type, "data": base64.b64encode(part.data).decode("ascii")}}
+
+
+def _result_content(content: str | tuple[TextPart | ImagePart, ...]) -> str | list[dict[str, Any]]:
+    """A tool result's content: text as is, or text and image blocks (computer-use screenshots)."""
+    if isinstance(content, str):
+        return content
+    return [{"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p) for p in content]
+
+
 def to_anthropic_messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
     """The system prompt and the Messages API turns (tool results travel in user turns)."""
     system: list[str] = []
@@ -120,8 +162,7 @@ def to_anthropic_messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]
                 if isinstance(p, TextPart):
                     blocks.append({"type": "text", "text": p.text})
                 elif isinstance(p, ImagePart):
-                    blocks.append({"type": "image", "source": {
-                        "type": "base64", "media_type": p.media_type, "data": base64.b64encode(p.data).decode("ascii")}})
+                    blocks.append(_image_block(p))
             add("user", blocks)
         elif isinstance(message, AssistantMessage):
             blocks = []
@@ -133,6 +174,6 @@ def to_anthropic_messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]
                     blocks.append({"type": "tool_use", "id": a.id, "name": a.name, "input": a.arguments})
             add("assistant", blocks)
         elif isinstance(message, ToolMessage):
-            add("user", [{"type": "tool_result", "tool_use_id": r.tool_call_id, "content": r.content, "is_error": r.is_error}
-                         for r in message.content])
+            add("user", [{"type": "tool_result", "tool_use_id": r.tool_call_id, "content": _result_content(r.content),
+                          "is_error": r.is_error} for r in message.content])
     return "\n\n".join(system), out

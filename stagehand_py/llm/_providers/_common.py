@@ -22,7 +22,7 @@ from ..._errors import (
     ServerError,
 )
 from .._hooks import active_transport
-from .._messages import ImagePart
+from .._messages import ImagePart, ToolResultPart
 from .._profiles import Profile
 from .._request import LLMRequest, ModelResponse
 
@@ -33,6 +33,7 @@ __all__ = [
     "malformed_response_error",
     "env_var_for",
     "own_error",
+    "unsupported_tool_error",
 ]
 
 _ADVICE: dict[type[ProviderError], str] = {
@@ -100,6 +101,22 @@ def malformed_response_error(*, provider: str, model: str, status: int | None, b
         status=status,
         body=body,
     )
+
+
+def unsupported_tool_error(*, provider: str, model: str, tool: Any, known: list[str]) -> InvalidArgumentError:
+    """A provider-defined tool this adapter cannot send (raised before any request)."""
+    return InvalidArgumentError(
+        f"{provider} model {model!r} cannot be offered the tool {tool!r}: this adapter sends "
+        f"{', '.join(known)}. Use stagehand_py.llm.ComputerTool with one of those versions."
+    )
+
+
+def _has_images(request: LLMRequest) -> bool:
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, ImagePart) or (isinstance(part, ToolResultPart) and part.images):
+                return True
+    return False
 
 
 def own_error(exc: BaseException) -> StagehandError | None:
@@ -179,9 +196,7 @@ class HTTPProviderModel:
             await client.close()
 
     async def request(self, request: LLMRequest) -> ModelResponse:
-        if not self.profile.supports_images and any(
-            isinstance(p, ImagePart) for m in request.messages for p in m.content
-        ):
+        if not self.profile.supports_images and _has_images(request):
             raise InvalidArgumentError(
                 f"{self.provider} model {self.model_name!r} is configured without image support "
                 "(profile.supports_images=False) but the request has images: drop them, or pass "

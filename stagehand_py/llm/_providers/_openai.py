@@ -1,7 +1,8 @@
 """OpenAI chat completions, and every OpenAI-compatible server through ``base_url``.
 
 One adapter, configured (not subclassed) for Ollama, llama.cpp server, vLLM or LM Studio:
-only the profile (structured-output mode) and the key requirement differ.
+only the profile (structured-output mode) and the key requirement differ. Requests offering
+provider-defined tools (computer use) go to the Responses API instead (:mod:`._openai_responses`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, To
 from .._request import LLMRequest, ModelResponse
 from .._usage import Usage
 from ._common import HTTPProviderModel, malformed_response_error
+from ._openai_responses import parse_response, responses_params, uses_responses_api
 
 __all__ = ["OpenAIChatModel"]
 
@@ -34,7 +36,10 @@ class OpenAIChatModel(HTTPProviderModel):
     _status_error = openai.APIStatusError
 
     def build_params(self, request: LLMRequest) -> dict[str, Any]:
-        """The keyword arguments for ``chat.completions.create`` (public for tests and logs)."""
+        """The keyword arguments for ``chat.completions.create`` (public for tests and logs), or
+        for ``responses.create`` when the request offers provider-defined tools."""
+        if uses_responses_api(request):
+            return responses_params(request, model=self.model_name, provider=self.provider)
         schema = request.output_schema
         mode = self.profile.output_mode
         extra_system = prompted_json_instructions(schema) if schema is not None and mode == "prompted" else None
@@ -65,9 +70,13 @@ class OpenAIChatModel(HTTPProviderModel):
         return params
 
     async def _create(self, params: dict[str, Any]) -> Any:
+        if "input" in params:  # built by responses_params
+            return await self._sdk().responses.create(**params)
         return await self._sdk().chat.completions.create(**params)
 
     def _parse(self, completion: Any, request: LLMRequest) -> ModelResponse:
+        if uses_responses_api(request):
+            return parse_response(completion, model=self.model_name, provider=self.provider)
         choices = getattr(completion, "choices", None)
         if not choices:
             raise malformed_response_error(
@@ -144,7 +153,7 @@ def to_openai_messages(request: LLMRequest, extra_system: str | None) -> list[di
             out.append(entry)
         elif isinstance(message, ToolMessage):
             for r in message.content:
-                out.append({"role": "tool", "tool_call_id": r.tool_call_id, "content": r.content})
+                out.append({"role": "tool", "tool_call_id": r.tool_call_id, "content": r.text})
     if not system_done:
         out.insert(0, {"role": "system", "content": extra_system})
     return out
