@@ -93,10 +93,22 @@ def prompt_tokens(messages: Sequence[Message], output: type[BaseModel] | dict[st
     return estimate_tokens(text)
 
 
-def chunk_budget(token_budget: int, overhead_messages: Sequence[Message], output: Any, *, extra_reserve: int = 0) -> int:
-    """Tokens left for page content once the fixed text, schema and re-ask reserve are counted."""
-    reserve = max(_REASK_RESERVE_MIN, token_budget // 10) + extra_reserve
+def reask_reserve(token_budget: int) -> int:
+    """Tokens every request keeps free for re-asks (see :data:`_REASK_RESERVE_MIN`)."""
+    return max(_REASK_RESERVE_MIN, token_budget // 10)
+
+
+def chunk_budget(token_budget: int, overhead_messages: Sequence[Message], output: Any, *, extra_reserve: int = 0,
+                 choice: bool = False) -> int:
+    """Tokens left for page content once the fixed text, schema and re-ask reserve are counted.
+
+    ``choice``: the client is in choice mode, where the chunk's actionable lines are repeated
+    as choices (in the message and in the schema), so the chunk gets a third of what is left.
+    """
+    reserve = reask_reserve(token_budget) + extra_reserve
     left = token_budget - prompt_tokens(overhead_messages, output) - reserve
+    if choice:
+        left //= 3
     if left < 200:
         from .._errors import ConfigurationError
 

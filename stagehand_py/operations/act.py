@@ -36,9 +36,9 @@ from ..prompts.act import (
 from ..prompts.common import Fence
 from ..prompts.observe import ObserveAnswer
 from ..snapshot import Snapshot
+from ._choice import ask_elements
 from ._common import (
     OperationContext,
-    ask,
     chunk_budget,
     pieces,
     rank_chunks,
@@ -94,6 +94,7 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
         [SystemMessage(heal_system(sample)),
          UserMessage(heal_user(action.description, action.method, action.arguments, "", sample, part=(99, 99)))],
         ObserveAnswer,
+        choice=client.choice_mode,
     )
     parts = pieces(tree, budget)
     best = rank_chunks(parts, f"{action.description} {' '.join(action.arguments)}")[0]
@@ -104,11 +105,12 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
         elements = [e.model_copy(update={"method": action.method, "arguments": list(action.arguments)}) for e in out.elements[:1]]
         return check_elements(elements, snapshot, variables)
 
-    found = await ask(
+    found = await ask_elements(
         client, heal_system(fence),
         heal_user(action.description, action.method, action.arguments, best.text, fence,
                   part=(best.index + 1, len(parts)) if len(parts) > 1 else None),
-        ObserveAnswer, purpose="heal", secrets=ctx.secrets(), check=check,
+        ObserveAnswer, outline=best.text, fence=fence, token_budget=ctx.token_budget,
+        purpose="heal", secrets=ctx.secrets(), check=check,
     )
     if not found:
         return None
@@ -134,6 +136,7 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
         ctx.token_budget,
         [SystemMessage(act_system(sample)), UserMessage(act_user(instruction, "", sample, variables=variables, part=(99, 99)))],
         ActAnswer,
+        choice=client.choice_mode,
     )
     parts = pieces(tree, budget)
     ranked = rank_chunks(parts, instruction)[:MAX_PARTS]
@@ -152,7 +155,9 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
         images = []
         if with_image:
             system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
-        actions = await ask(client, system, user, ActAnswer, purpose="act", secrets=ctx.secrets(), check=check, images=images)
+        actions = await ask_elements(client, system, user, ActAnswer, outline=chunk.text, fence=fence,
+                                     token_budget=ctx.token_budget, purpose="act", secrets=ctx.secrets(), check=check,
+                                     images=images)
         if actions:
             return actions[0], opens and actions[0].method == "click"
     return None, False
@@ -175,13 +180,14 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
         [SystemMessage(act_system(sample)),
          UserMessage(dropdown_user(instruction, clicked.description, "", sample, variables=variables))],
         ActAnswer,
+        choice=ctx.get_client().choice_mode,
     )
     best = rank_chunks(pieces(appeared, budget), instruction)[0]
     fence = Fence()
-    actions = await ask(
+    actions = await ask_elements(
         ctx.get_client(), act_system(fence),
         dropdown_user(instruction, clicked.description, best.text, fence, variables=variables),
-        ActAnswer, purpose="act", secrets=ctx.secrets(),
+        ActAnswer, outline=best.text, fence=fence, token_budget=ctx.token_budget, purpose="act", secrets=ctx.secrets(),
         check=lambda out: check_elements(out.elements[:1], snapshot, variables),
     )
     return actions[0] if actions else None

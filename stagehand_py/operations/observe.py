@@ -5,6 +5,9 @@ minus the fixed prompt, the schema and a re-ask reserve). A larger outline is sp
 chunks; the chunks are ranked by lexical (TF-IDF) relevance to the instruction and sent one
 per request, best first, until one yields elements, at most :data:`MAX_PARTS` requests.
 Without an instruction the chunks keep page order (the top of the page first).
+
+Choice mode (``LLMClient.choice_mode``, on for local models): the model picks among the chunk's
+actionable lines instead of writing ids; see :mod:`stagehand_py.operations._choice`.
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ from ..prompts.observe import (
 )
 from ..snapshot import Snapshot
 from ._vision import VisionMode, check_vision, model_sees, plan_requests, require_sight, with_annotated_screenshot
+from ._choice import ask_elements
 from ._common import (
     OperationContext,
-    ask,
     chunk_budget,
     drop_ids,
     element_id,
@@ -128,6 +131,7 @@ async def observe(
         ctx.token_budget,
         [SystemMessage(observe_system(sample)), UserMessage(observe_user(text, "", sample, variables=variables, part=(99, 99)))],
         ObserveAnswer,
+        choice=client.choice_mode,
     )
     parts = pieces(tree, budget)
     ranked = rank_chunks(parts, instruction)
@@ -139,8 +143,9 @@ async def observe(
         system, images = observe_system(fence), []
         if with_image:
             system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
-        actions = await ask(
-            client, system, user, ObserveAnswer, purpose="observe", secrets=ctx.secrets(),
+        actions = await ask_elements(
+            client, system, user, ObserveAnswer, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
+            purpose="observe", secrets=ctx.secrets(),
             check=lambda out: check_elements(out.elements, snapshot, variables), images=images,
         )
         if actions:

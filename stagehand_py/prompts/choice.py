@@ -1,0 +1,88 @@
+"""What observe()/act() say to a model in choice mode, and the shape of its answer.
+
+In choice mode the model does not write an element id: it picks lines from a list of the
+page's actionable elements, each written ``"<role>: <name> [<id>]"`` (e.g.
+``"button: Log in [0-11]"``), and the JSON Schema makes that list an enum, so a constrained
+decoder (llama.cpp's grammar, OpenAI's strict schemas) cannot produce anything else. The
+operation maps the chosen line back to its id. Small models pick far more reliably than they
+copy ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, get_args
+
+from .._types import ActionMethod
+from .common import Fence
+
+__all__ = ["CHOICE_METHODS", "choice_line", "choice_schema", "choices_block"]
+
+#: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
+CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
+
+_NAME_MAX = 80
+
+
+def choice_line(role: str, name: str, element_id: str, *, details: str = "") -> str:
+    """One choice: ``"button: Log in [0-11]"``; an unnamed element shows its ``details``
+    instead (``'textbox value="x" [0-7]'``) or just its role (``"textbox [0-7]"``)."""
+    text = " ".join((name or details).split())
+    if len(text) > _NAME_MAX:
+        text = text[: _NAME_MAX - 1].rstrip() + "…"
+    if not text:
+        return f"{role} [{element_id}]"
+    return f"{role}: {text} [{element_id}]" if name else f"{role} {text} [{element_id}]"
+
+
+def choices_block(choices: Sequence[str], fence: Fence, *, single: bool) -> str:
+    """Appended to the user message: how to answer, then the fenced choices (page text)."""
+    how = (
+        "Answer by choosing from the choices below: put one choice, copied exactly, in \"element\""
+        + (" (at most one element)" if single else "; list every element that fits, best first")
+        + ". A choice names an actionable element of the outline as 'role: name [id]'. Give the method "
+        "and its arguments as the methods list says. When no choice fits, answer with an empty list."
+    )
+    return f"{how}\n\nChoices:\n{fence.wrap(chr(10).join(choices), 'choices: page elements')}"
+
+
+def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) -> dict[str, Any]:
+    """The answer schema: ``{"elements": [{"element": <choice>, "method": ..., "arguments": [...]}]}``
+    (``single``: at most one element; ``opens_options``: act()'s dropdown flag too)."""
+    item = {
+        "type": "object",
+        "properties": {
+            "element": {"type": "string", "enum": list(choices), "description": "One of the choices, copied exactly."},
+            "method": {"type": "string", "enum": list(CHOICE_METHODS), "description": "The action to perform on it."},
+            "arguments": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The method's arguments; [] when it takes none. Use %name% placeholders for variables.",
+            },
+        },
+        "required": ["element", "method", "arguments"],
+        "additionalProperties": False,
+    }
+    elements: dict[str, Any] = {
+        "type": "array",
+        "items": item,
+        "description": "The chosen elements, best first; an empty list when no choice fits.",
+    }
+    if single:
+        elements["maxItems"] = 1
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"elements": elements},
+        "required": ["elements"],
+        "additionalProperties": False,
+    }
+    if opens_options:
+        schema["properties"]["opens_options"] = {
+            "type": "boolean",
+            "description": (
+                "True only when the chosen action is a click that opens a custom dropdown, menu or listbox "
+                "(not a native select) whose option must be chosen next."
+            ),
+        }
+        schema["required"].append("opens_options")
+    return schema
