@@ -14,6 +14,7 @@ Use it from Python with your own per-sample work::
 
 from ._discovery import discover_samples
 from ._evidence import SampleEvidence, safe_component
+from ._memory import MemoryNote, RunMemory
 from ._report import write_combined_csv, write_report_html, write_reports
 from ._runner import (
     STATUSES,
@@ -44,6 +45,8 @@ __all__ = [
     "STATUSES",
     "SampleEvidence",
     "safe_component",
+    "RunMemory",
+    "MemoryNote",
     "DomainRateLimiter",
     "BatchResult",
     "judge",

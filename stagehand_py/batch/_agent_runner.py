@@ -25,6 +25,9 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
     picks it). The agent gets a ``save_screenshot(name)`` tool whose screenshots go straight
     into the sample's evidence folder (hashed as they are written); the agent's own
     screenshots are kept too, as ``NNN_step_<n>.png``. Its steps become ``action_log.json``.
+    ``agent_options`` go to ``sh.agent(...)`` (e.g. ``fallback_model``, ``multi_action``,
+    ``pagination_bonus_steps``); the spec's ``expected_items`` and the run memory's notes for
+    the sample are passed on too.
     """
 
     async def run(ctx: SampleContext) -> SampleOutcome:
@@ -42,7 +45,10 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
             response = await ctx.page.goto(ctx.sample.url)
             ctx.action_log.append({"step": 0, "tool": "goto", "args": {"url": ctx.sample.url},
                                    "ok": response is None or response.ok, "http_status": response.status if response else None})
-            agent = sh.agent(tools=[tool], **agent_options)
+            options = {"expected_items": spec.expected_items, **agent_options}
+            if ctx.memory_notes:
+                options["memory_notes"] = ctx.memory_notes
+            agent = sh.agent(tools=[tool], **options)
             instruction = sample_instruction(
                 spec.prompt, url=ctx.sample.url, sample_data=ctx.sample.data, required_fields=spec.required_fields,
                 required_screenshots=spec.required_screenshots, expected_items=spec.expected_items,

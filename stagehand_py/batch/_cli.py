@@ -6,6 +6,8 @@
     stagehand-py run --task task.json --url https://example.com/item/1
     stagehand-py run --task task.json              # the spec's "discovery" lists the samples
     stagehand-py run --resume                      # finish the latest run in ./evidence
+    stagehand-py run --prompt "Go to https://shop.example/products.html and record each product's price"
+    stagehand-py run --task task.json --samples samples.csv --memory --fallback-model anthropic/claude-haiku-4-5
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ import argparse
 import asyncio
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from .._errors import StagehandError
+from .._stagehand import DEFAULT_MODELS
+from ..llm import LLMClient
+from ._memory import RunMemory
+from ._planner import plan_task, save_plan
 from ._report import write_reports
 from ._runner import STATUSES, BatchResult, SampleRunner, new_run_dir, run_batch
 from ._spec import Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
@@ -33,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a task over many samples and keep evidence for each")
     run.add_argument("--task", type=Path, help="task spec (JSON); optional with --resume")
+    run.add_argument("--prompt", help="the task in plain English instead of --task: a model plans the task spec and "
+                     "the samples (saved as generated_task_spec.json in the run folder)")
     source = run.add_mutually_exclusive_group()
     source.add_argument("--samples", type=Path, help="CSV with a url column (and optionally id)")
     source.add_argument("--url", action="append", help="one sample URL (repeatable)")
@@ -45,12 +54,50 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model for the agent, e.g. openai/gpt-4.1-mini (default: from the environment)")
     run.add_argument("--runner", default=DEFAULT_RUNNER, metavar="MODULE:FACTORY",
                      help="factory(model=...) returning the per-sample runner (default: stagehand_py's agent)")
+    long = run.add_argument_group("long-horizon options (all off by default)")
+    long.add_argument("--memory", action="store_true",
+                      help="run-scoped memory: patterns from done samples and failure notes from failed ones, kept in "
+                      "the run folder (memory.json) and offered to later samples; kept on with --resume")
+    long.add_argument("--memory-model", help="the cheap model that distils patterns (default: --model)")
+    long.add_argument("--fallback-model", help="model that gets one attempt when --model's retries run out on a "
+                      "rate limit, server or connection error")
+    long.add_argument("--multi-action", type=int, nargs="?", const=3, metavar="N",
+                      help="let the agent chain up to N actions per step (default N: 3)")
+    long.add_argument("--pagination-bonus", type=int, default=0, metavar="STEPS",
+                      help="bonus steps per click on a next page / load more control (at most 20 per sample)")
     run.add_argument("--headed", action="store_true", help="show the browser")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
-def _load_runner(target: str, *, model: str | None) -> SampleRunner:
+def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The long-horizon agent options given on the command line (only those that are on)."""
+    options: dict[str, Any] = {}
+    if args.fallback_model:
+        options["fallback_model"] = args.fallback_model
+    if args.multi_action is not None:
+        if args.multi_action < 2:
+            raise SystemExit("--multi-action N needs N of at least 2")
+        options["multi_action"] = True
+        options["max_actions_per_step"] = args.multi_action
+    if args.pagination_bonus:
+        if args.pagination_bonus < 0:
+            raise SystemExit("--pagination-bonus must be 0 or more")
+        options["pagination_bonus_steps"] = args.pagination_bonus
+    return options
+
+
+def _model_client(model: str | None) -> LLMClient:
+    """A client for the planner or the memory model: ``model``, or the default from the environment."""
+    if model is None:
+        model = next((m for env, m in DEFAULT_MODELS.items() if os.environ.get(env)), None)
+        if model is None:
+            raise SystemExit("--prompt and --memory need a model: pass --model (or --memory-model), or set "
+                             "OPENAI_API_KEY or ANTHROPIC_API_KEY")
+    return LLMClient(model)
+
+
+def _load_runner(target: str, *, model: str | None, options: dict[str, Any] | None = None) -> SampleRunner:
     module_name, _, attr = target.partition(":")
     if not attr:
         raise SystemExit(f"--runner must look like module:factory, got {target!r}")
@@ -58,7 +105,12 @@ def _load_runner(target: str, *, model: str | None) -> SampleRunner:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise SystemExit(f"cannot load the runner {target!r}: {exc}") from exc
-    runner: SampleRunner = factory(model=model)
+    try:
+        runner: SampleRunner = factory(model=model, **(options or {}))
+    except TypeError as exc:
+        if options:
+            raise SystemExit(f"the runner {target!r} does not take {', '.join(sorted(options))}: {exc}") from exc
+        raise
     return runner
 
 
@@ -118,15 +170,26 @@ async def _run(args: argparse.Namespace) -> BatchResult:
     from ..browser._session import launch_browser
     from ._discovery import discover_samples
 
+    if args.prompt is not None and (args.task is not None or args.resume is not None):
+        raise SystemExit("--prompt plans a new run: use it without --task and --resume")
     run_dir, resuming = _resolve_run_dir(args)
     stored = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if resuming else None
-    if args.task is not None:
+    planned: list[Sample] = []
+    if args.prompt is not None:
+        plan = await plan_task(args.prompt, client=_model_client(args.model))
+        path = save_plan(run_dir, plan, prompt=args.prompt)
+        print(f"planned task: {path}", flush=True)
+        spec, planned = plan.spec, plan.samples
+    elif args.task is not None:
         spec = load_spec(args.task)
     elif stored is not None:
         spec = TaskSpec.model_validate(stored["spec"])
     else:
-        raise SystemExit("--task is required (except with --resume)")
-    runner = _load_runner(args.runner, model=args.model)
+        raise SystemExit("--task or --prompt is required (except with --resume)")
+    runner = _load_runner(args.runner, model=args.model, options=_agent_options(args))
+    memory = None
+    if args.memory or (stored is not None and stored.get("memory")):
+        memory = RunMemory(run_dir, client=_model_client(args.memory_model or args.model))
     session = await launch_browser(headless=not args.headed, direct_cdp=False)
     try:
         await session.page.context.close()
@@ -137,6 +200,8 @@ async def _run(args: argparse.Namespace) -> BatchResult:
             samples = [sample_from_url(u) for u in args.url]
         elif stored is not None:
             samples = [Sample.model_validate(s) for s in stored["samples"]]
+        elif planned:
+            samples = planned
         elif spec.discovery is not None:
             samples = await discover_samples(session.browser, spec.discovery)
         else:
@@ -148,6 +213,7 @@ async def _run(args: argparse.Namespace) -> BatchResult:
             result = await run_batch(
                 samples, spec=spec, runner=runner, browser=session.browser, run_dir=run_dir,
                 concurrency=args.concurrency, rate_limit=args.rate_limit, resume=resuming, on_status=progress.update,
+                memory=memory,
             )
     finally:
         await session.close()

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .._logging import logger
 from ._evidence import SampleEvidence, atomic_write_json, safe_component
+from ._memory import RunMemory
 from ._spec import Sample, TaskSpec
 
 __all__ = [
@@ -43,7 +44,8 @@ class SampleContext:
 
     ``page`` is a fresh page in a browser context of its own. Save screenshots through
     :meth:`screenshot` (or ``evidence.add_screenshot``) so they are numbered and hashed as
-    they are written; append what was done to ``action_log``.
+    they are written; append what was done to ``action_log``. ``memory_notes`` are the run
+    memory's notes for this sample (empty unless the run has memory on), best first.
     """
 
     page: Any
@@ -51,6 +53,7 @@ class SampleContext:
     spec: TaskSpec
     evidence: SampleEvidence
     action_log: list[dict[str, Any]] = field(default_factory=list)
+    memory_notes: list[str] = field(default_factory=list)
 
     async def screenshot(self, name: str = "page", *, step: int | None = None, full_page: bool = True) -> dict[str, Any]:
         data = await self.page.screenshot(full_page=full_page)
@@ -176,6 +179,7 @@ async def _run_one(
     limiter: DomainRateLimiter,
     semaphore: asyncio.Semaphore,
     on_status: Callable[[Sample, str], None],
+    memory: RunMemory | None = None,
 ) -> dict[str, Any]:
     folder = run_dir / safe_component(sample.id, fallback="sample")
     evidence = SampleEvidence(folder)
@@ -193,7 +197,8 @@ async def _run_one(
         try:
             context = await browser.new_context(viewport={"width": 1280, "height": 800})
             page = await context.new_page()
-            ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence)
+            ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence,
+                                memory_notes=memory.relevant(spec, sample) if memory is not None else [])
             outcome = await asyncio.wait_for(runner(ctx), timeout=spec.max_time)
             if outcome.status not in STATUSES:
                 raise ValueError(f"the sample runner returned status {outcome.status!r}, not one of {', '.join(STATUSES)}")
@@ -230,6 +235,11 @@ async def _run_one(
         }
         evidence.write_json("action_log.json", ctx.action_log if ctx is not None else [])
         evidence.write_json("result.json", result)
+        if memory is not None:
+            try:
+                await memory.learn(spec, sample, result, ctx.action_log if ctx is not None else [])
+            except (OSError, ValueError) as exc:  # memory is a help; the sample's result stands
+                logger.warning("run memory: could not learn from %s: %s", sample.id, exc)
         # Written last: a sample counts as complete only once its result is on disk.
         evidence.write_json("checkpoint.json", {**checkpoint, "state": "complete", "status": status, "finished_at": result["finished_at"]})
         on_status(sample, status)
@@ -257,12 +267,15 @@ async def run_batch(
     rate_limit: float = 0.0,
     resume: bool = False,
     on_status: Callable[[Sample, str], None] | None = None,
+    memory: RunMemory | None = None,
 ) -> BatchResult:
     """Run every sample (skipping completed ones when ``resume``) and return their results.
 
     ``browser`` is a Playwright async ``Browser``; each sample gets its own context in it.
     ``rate_limit`` is the minimum number of seconds between two sample starts on one host.
     Writes ``run.json``; the caller writes the combined report (see ``write_reports``).
+    ``memory`` (a :class:`RunMemory` of this run folder) turns run-scoped memory on: each
+    sample gets the notes of the samples finished before it, and adds its own.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -287,13 +300,15 @@ async def run_batch(
         "samples": [s.model_dump(mode="json") for s in samples],
         "concurrency": concurrency,
         "rate_limit": rate_limit,
+        "memory": memory is not None,
         "updated_at": _now(),
     })
     limiter = DomainRateLimiter(rate_limit)
     semaphore = asyncio.Semaphore(concurrency)
     tasks = [
         asyncio.create_task(_run_one(s, spec=spec, runner=runner, browser=browser, run_dir=run_dir,
-                                     limiter=limiter, semaphore=semaphore, on_status=notify), name=f"sample {s.id}")
+                                     limiter=limiter, semaphore=semaphore, on_status=notify, memory=memory),
+                            name=f"sample {s.id}")
         for s in todo
     ]
     try:

@@ -43,7 +43,9 @@ class TaskSpec(BaseModel):
     ``instructions`` is the agent prompt (what to do on each sample's page, on top of ``goal``);
     ``output_schema`` a JSON Schema for the data; a ``done`` sample missing one of
     ``required_fields`` becomes ``partial_success``, one missing a ``required_screenshots``
-    name becomes ``needs_review``. ``max_time`` is in seconds per sample.
+    name becomes ``needs_review``. ``max_time`` is in seconds per sample. ``expected_items``
+    also reaches the agent: it is told to finish once it has saved that many items, and a
+    ``done`` with fewer is ``partial_success``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -57,6 +59,8 @@ class TaskSpec(BaseModel):
     max_time: float = Field(default=300.0, gt=0)
     expected_items: int | None = Field(default=None, ge=1)
     discovery: Discovery | None = None
+    #: A few words of the task; run memory ranks its notes by overlap with them and the goal.
+    keywords: list[str] = Field(default_factory=list)
 
     @property
     def prompt(self) -> str:
