@@ -7,6 +7,11 @@ In order of precedence:
    (``OPENAI_API_KEY`` is sent when set).
 2. ``OPENAI_API_KEY`` — ``STAGEHAND_MODEL`` or ``openai/gpt-4.1-mini``.
 3. ``ANTHROPIC_API_KEY`` — ``STAGEHAND_MODEL`` or ``anthropic/claude-sonnet-4-5``.
+4. No key, but the ``stagehand_py[local]`` extra installed and a GGUF file present — the local
+   model in this process: ``STAGEHAND_LOCAL_MODEL`` (a path or a file name), else
+   ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` in ``$STAGEHAND_MODELS_DIR`` (default
+   ``~/.cache/stagehand_py/models``; ``python scripts/fetch_local_model.py --download`` puts it
+   there). See docs/local_models.md for what it costs.
 
 A ``STAGEHAND_MODEL`` with a provider prefix (``openai/...``, ``anthropic/...``) picks that
 provider; a bare name goes to the provider whose key is set (OpenAI first).
@@ -19,11 +24,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 DEFAULT_OPENAI_MODEL = "openai/gpt-4.1-mini"
 DEFAULT_ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
 DEFAULT_LOCAL_MODEL = "llama3.2"
+DEFAULT_LOCAL_GGUF = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+#: A local model is slow on a CPU (seconds per 1k prompt tokens): keep its prompts small.
+LOCAL_TOKEN_BUDGET = 6000
 
 HOW_TO_CONFIGURE = f"""\
 No model is configured, so the model-driven part (observe / act / extract) was skipped.
@@ -33,6 +42,8 @@ Set one of these and run again:
   export ANTHROPIC_API_KEY=sk-ant-...       # uses {DEFAULT_ANTHROPIC_MODEL}
   export STAGEHAND_BASE_URL=http://localhost:11434/v1   # any OpenAI-compatible server (Ollama, llama.cpp, vLLM)
   export STAGEHAND_MODEL=llama3.2           # optional: the model to ask (with a key: e.g. openai/gpt-4.1)
+  python scripts/fetch_local_model.py --download   # no key at all: a local model in this process
+                                            # (needs pip install 'stagehand_py[local]'; docs/local_models.md)
 
 For example, with Ollama running `ollama pull llama3.2`:
 
@@ -62,7 +73,7 @@ def model_from_env(environ: Mapping[str, str] | None = None) -> ModelChoice | No
     keys = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     have = [provider for provider, var in keys.items() if env.get(var, "").strip()]
     if not have:
-        return None
+        return _local_model(env)
     provider = named.partition("/")[0]
     if provider in keys:
         # An explicit provider wins; LLMClient says which key is missing if it is.
@@ -70,6 +81,26 @@ def model_from_env(environ: Mapping[str, str] | None = None) -> ModelChoice | No
     provider = have[0]  # OpenAI first when both keys are set
     default = DEFAULT_OPENAI_MODEL if provider == "openai" else DEFAULT_ANTHROPIC_MODEL
     return ModelChoice(f"{provider}/{named}" if named else default, None, keys[provider])
+
+
+def _local_model(env: Mapping[str, str]) -> ModelChoice | None:
+    """The in-process local model, when the extra is installed and its file is present."""
+    import importlib.util
+
+    from stagehand_py.llm._providers._local import models_dir
+
+    named = env.get("STAGEHAND_LOCAL_MODEL", "").strip()
+    if not named and env.get("STAGEHAND_MODEL", "").startswith("local/"):
+        named = env["STAGEHAND_MODEL"].removeprefix("local/")
+    path = Path(named or DEFAULT_LOCAL_GGUF).expanduser()
+    if not path.is_file():
+        folder = models_dir(env)
+        if folder is None or len(path.parts) != 1 or not (folder / path).is_file():
+            return None
+        path = folder / path
+    if importlib.util.find_spec("llama_cpp") is None:  # the extra is not installed
+        return None
+    return ModelChoice(f"local/{path}", None, "STAGEHAND_LOCAL_MODEL" if named else "local model file")
 
 
 def pick_model(model: Any = None, environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], str] | None:
@@ -83,4 +114,7 @@ def pick_model(model: Any = None, environ: Mapping[str, str] | None = None) -> t
     choice = model_from_env(environ)
     if choice is None:
         return None
-    return {"model": choice.model, "base_url": choice.base_url}, f"{choice.model} (from {choice.source})"
+    label = f"{choice.model} (from {choice.source})"
+    if choice.model.startswith("local/"):
+        return {"model": choice.model, "token_budget": LOCAL_TOKEN_BUDGET}, label
+    return {"model": choice.model, "base_url": choice.base_url}, label

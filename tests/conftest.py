@@ -23,6 +23,13 @@ from _server import StaticServer, start_pair
 pytest_plugins = ["pytester"]
 
 
+@pytest.fixture(autouse=True)
+def _no_local_model_files(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never pick up the developer's local GGUF files (examples would run a real model)."""
+    monkeypatch.setenv("STAGEHAND_MODELS_DIR", str(tmp_path_factory.getbasetemp() / "no-local-models"))
+    monkeypatch.delenv("STAGEHAND_LOCAL_MODEL", raising=False)
+
+
 @pytest.fixture(scope="session")
 def _server_pair():
     same, cross = start_pair()
