@@ -168,7 +168,27 @@ def batch(block: Block, tmp_path: Path) -> None:
     assert (tmp_path / "run_1" / "combined.csv").exists() and (tmp_path / "run_1" / "page2" / "001_page.png").exists()
 
 
-SCENARIOS = {"login": login, "links": links, "pytest": pytest_flow, "batch": batch}
+def long_horizon(block: Block, tmp_path: Path) -> None:
+    from agent._script import AgentScript, Seen, call  # the scripted agent model of tests/agent
+
+    def save(s: Seen) -> dict[str, Any]:
+        names = [line.split("StaticText: ", 1)[1] for line in s.outline.splitlines() if "StaticText: " in line]
+        return call("save_progress", data={"items": [n for n in names if not n.startswith(("$", "Page ", "Last page"))]})
+
+    steps: list[Any] = []
+    for _ in range(3):
+        steps += [save, lambda s: call("act", element_id=s.id("link", "Next page"))]
+    steps += [save, lambda s: call("done", message="all parts")]
+    model, fallback = AgentScript(steps), AgentScript([])
+    serve_site, _ = _example_helpers()
+    with serve_site(ROOT / "tests" / "assets") as site:
+        outcome = asyncio.run(_module(block)["main"](site.url("agent/list/1.html"), model=model, fallback_model=fallback))
+    assert outcome == ("done", 12)
+    assert "Step 8 of 12." in model.seen[-1].text and "chain up to 3 actions" in model.seen[0].system
+    assert "the task expects 12" in model.seen[-1].text and not fallback.seen
+
+
+SCENARIOS = {"login": login, "links": links, "pytest": pytest_flow, "batch": batch, "long_horizon": long_horizon}
 
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == "scenario"], ids=lambda b: b.id)
