@@ -3,7 +3,12 @@
 One JSON file per key, named ``<kind>-<instruction slug>-<hash>.json`` so a person can find,
 read and delete an entry. The key is the kind (act/observe), the instruction, the normalised
 URL, the *names* of the variables (never their values) and the selector scope. Entries hold
-Actions whose arguments keep their ``%placeholders%``, so no value is ever written.
+Actions whose arguments keep their ``%placeholders%``, so no value is ever written, and, in
+``elements`` (one per action, same order), the identity of the element each action was
+planned on: its outline role and accessible name (``{"role": "textbox", "name": "Username"}``,
+names redacted like prompts; never an input value), or null when unknown. A replay compares
+it with the element the cached XPath names now (see :mod:`stagehand_py.operations._identity`).
+Entries written before identities existed have no ``elements`` and load with none.
 Writes are atomic (temporary file in the same folder, then ``os.replace``).
 """
 
@@ -27,7 +32,7 @@ from pydantic import ValidationError
 from .._errors import CacheError
 from .._types import Action
 
-__all__ = ["ActionCache", "CacheKey", "normalize_url"]
+__all__ = ["ActionCache", "CacheEntry", "CacheKey", "ElementIdentity", "normalize_url"]
 
 logger = logging.getLogger("stagehand_py.cache")
 
@@ -65,6 +70,28 @@ class CacheKey:
         return f"{self.kind}-{slug}-{self.digest[:16]}.json"
 
 
+@dataclass(frozen=True)
+class ElementIdentity:
+    """Which element an action was cached for: its outline role and accessible name (no value)."""
+
+    role: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A loaded entry: the actions, and per action the element identity (None when unknown)."""
+
+    actions: list[Action]
+    elements: list[ElementIdentity | None]
+
+
+def _identity(raw: object) -> ElementIdentity | None:
+    if isinstance(raw, dict) and isinstance(raw.get("role"), str) and isinstance(raw.get("name"), str):
+        return ElementIdentity(raw["role"], raw["name"])
+    return None
+
+
 class ActionCache:
     """A folder of cache entries; see the module docstring."""
 
@@ -83,6 +110,11 @@ class ActionCache:
 
     def load(self, key: CacheKey) -> list[Action] | None:
         """The cached actions for ``key``, or None. An unreadable entry is a miss (logged), not an error."""
+        entry = self.load_entry(key)
+        return entry.actions if entry is not None else None
+
+    def load_entry(self, key: CacheKey) -> CacheEntry | None:
+        """:meth:`load` with the element identities (None per action when the entry has none)."""
         path = self.path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -96,14 +128,26 @@ class ActionCache:
                 logger.warning("cache entry %s does not match this key or format; ignoring it", path.name)
                 return None
             actions = [Action.model_validate(a) for a in data["actions"]]
+            raw_elements = data.get("elements") or []
+            if not isinstance(raw_elements, list):
+                raise TypeError("elements is not a list")
         except (AttributeError, KeyError, TypeError, ValidationError) as exc:
             logger.warning("cache entry %s is malformed (%s); ignoring it", path.name, type(exc).__name__)
             return None
+        elements = [_identity(raw_elements[n]) if n < len(raw_elements) else None for n in range(len(actions))]
         logger.debug("cache hit: %s", path.name)
-        return actions
+        return CacheEntry(actions, elements)
 
-    def store(self, key: CacheKey, actions: Iterable[Action]) -> Path:
-        """Write (or rewrite) the entry for ``key`` atomically; returns its path."""
+    def store(self, key: CacheKey, actions: Iterable[Action],
+              elements: Iterable[ElementIdentity | None] | None = None) -> Path:
+        """Write (or rewrite) the entry for ``key`` atomically; returns its path.
+
+        ``elements``: per action, the identity of the element it was planned on (see the module
+        docstring); the caller passes role and name only, already redacted.
+        """
+        actions = list(actions)
+        identities = list(elements) if elements is not None else []
+        identities += [None] * (len(actions) - len(identities))
         entry = {
             "format": FORMAT,
             "kind": key.kind,
@@ -114,6 +158,7 @@ class ActionCache:
             "digest": key.digest,
             "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "actions": [a.model_dump(mode="json") for a in actions],
+            "elements": [{"role": e.role, "name": e.name} if e is not None else None for e in identities[: len(actions)]],
         }
         path = self.path(key)
         try:

@@ -22,7 +22,16 @@ from .._errors import OutputValidationError
 from .._types import Action, VariableValue
 from ..actions import secret_values
 from ..actions._variables import _value_of
-from ..llm import AssistantMessage, ImagePart, LLMClient, Message, SystemMessage, TextPart, UserMessage
+from ..cache import ElementIdentity
+from ..llm import (
+    AssistantMessage,
+    ImagePart,
+    LLMClient,
+    Message,
+    SystemMessage,
+    TextPart,
+    UserMessage,
+)
 from ..llm._structured import OutputSpec
 from ..prompts.llm import prompted_json_instructions, reask_message
 from ..snapshot import OutlineChunk, Snapshot, estimate_tokens, split_outline
@@ -68,6 +77,9 @@ class OperationContext:
     known_variables: dict[str, VariableValue] = field(default_factory=dict)
     #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
     deadline: float | None = None
+    #: selector -> identity (role, name) of the element in the snapshot each action of this
+    #: call was chosen from; written to the action cache with the actions.
+    identities: dict[str, ElementIdentity] = field(default_factory=dict)
 
     def action_timeout(self, wanted: float) -> float:
         """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""

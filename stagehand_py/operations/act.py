@@ -8,7 +8,10 @@
   or the action fails, the page is re-captured, the element re-located from the action's
   description, method and arguments (one model call) and the action retried once.
 - The action cache replays a cached plan with no model call, heals a stale step and
-  rewrites the entry.
+  rewrites the entry. A step is stale when its selector fails, or when the element it names
+  now is not the one it was cached for (role and name, see :mod:`._identity`): a changed page
+  can make a cached XPath name another element, which must never be acted on silently.
+  Entries without identities (written before they existed) replay unchecked, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..actions import (
     placeholder_descriptions,
     watch_page,
 )
+from ..cache import CacheEntry, ElementIdentity
 from ..llm import SystemMessage, UserMessage
 from ..prompts.act import (
     ActAnswer,
@@ -43,7 +47,15 @@ from ._common import (
     pieces,
     rank_chunks,
 )
-from ._vision import VisionMode, check_vision, model_sees, plan_requests, require_sight, with_annotated_screenshot
+from ._identity import identity_matches, remember
+from ._vision import (
+    VisionMode,
+    check_vision,
+    model_sees,
+    plan_requests,
+    require_sight,
+    with_annotated_screenshot,
+)
 from .observe import MAX_PARTS, check_elements, page_outline, settle
 
 __all__ = ["act_action", "act_instruction"]
@@ -71,16 +83,25 @@ async def run_action(ctx: OperationContext, action: Action, variables: Mapping[s
         if not can_heal:
             raise
         logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)
-        healed = await heal(ctx, action, placeholder_descriptions(variables))
-        if healed is None:
-            raise ElementNotFoundError(
-                f"{action.method} on {action.selector} failed ({exc}) and self-heal found no element matching "
-                f"{action.description or 'the action'!r} on the page now. Observe the page again.",
-                selector=action.selector, method=action.method,
-            ) from exc
-        await _execute(ctx, healed, variables, DEFAULT_TIMEOUT)
-        logger.info("healed: %s now runs on %s", action.method, healed.selector)
-        return healed, True
+        return await _heal_and_run(ctx, action, variables, f"failed ({exc})")
+
+
+async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
+                        why: str) -> tuple[Action, bool]:
+    """Re-locate ``action``'s element by description (one model call) and run it there.
+
+    ``why`` completes "<method> on <selector> ..." in the error when nothing fits.
+    """
+    healed = await heal(ctx, action, placeholder_descriptions(variables))
+    if healed is None:
+        raise ElementNotFoundError(
+            f"{action.method} on {action.selector} {why} and self-heal found no element matching "
+            f"{action.description or 'the action'!r} on the page now. Observe the page again.",
+            selector=action.selector, method=action.method,
+        )
+    await _execute(ctx, healed, variables, DEFAULT_TIMEOUT)
+    logger.info("healed: %s now runs on %s", action.method, healed.selector)
+    return healed, True
 
 
 async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, str]) -> Action | None:
@@ -114,7 +135,9 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
     )
     if not found:
         return None
-    return found[0].model_copy(update={"description": action.description or found[0].description})
+    healed = found[0].model_copy(update={"description": action.description or found[0].description})
+    remember(ctx, snapshot, [healed])
+    return healed
 
 
 async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
@@ -190,6 +213,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
         ActAnswer, outline=best.text, fence=fence, token_budget=ctx.token_budget, purpose="act", secrets=ctx.secrets(),
         check=lambda out: check_elements(out.elements[:1], snapshot, variables),
     )
+    remember(ctx, snapshot, actions[:1])
     return actions[0] if actions else None
 
 
@@ -200,8 +224,8 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
     key = None
     if ctx.cache is not None:
         key = ctx.cache.key("act", instruction, ctx.page.url, descriptions)
-        cached = ctx.cache.load(key)
-        if cached:
+        cached = ctx.cache.load_entry(key)
+        if cached is not None and cached.actions:
             return await _replay(ctx, key, instruction, cached, variables)
     client = ctx.get_client()  # a clear ConfigurationError before touching the page
     if vision is True:
@@ -213,6 +237,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
     if action is None:
         logger.info("act %r: no element fits", instruction)
         return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}.")
+    remember(ctx, snapshot, [action])
     ran, healed = await run_action(ctx, action, variables)
     done = [ran]
     if opens:
@@ -224,23 +249,41 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
         done.append(ran2)
         healed = healed or healed2
     if key is not None:
-        ctx.cache.store(key, done)
+        ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
     return ActResult(success=True, message=f"{instruction}: done", description=done[-1].description, actions=done, healed=healed)
 
 
-async def _replay(ctx: OperationContext, key, instruction: str, cached: list[Action],
+async def _run_cached(ctx: OperationContext, action: Action, identity: ElementIdentity | None,
+                      variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+    """Run one cached step: first check that its selector still names the element it was cached for."""
+    if identity is None or await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
+        if identity is not None:
+            ctx.identities[action.selector] = identity
+        return await run_action(ctx, action, variables)
+    if not (ctx.self_heal and ctx.has_model()):
+        raise ElementNotFoundError(
+            f"the cached {action.method} on {action.selector} is stale: that path now names a different element "
+            f"than the {identity.role} it was cached for (or none). Enable self_heal with a model, or delete the "
+            "cache entry.",
+            selector=action.selector, method=action.method,
+        )
+    logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
+    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now")
+
+
+async def _replay(ctx: OperationContext, key, instruction: str, cached: CacheEntry,
                   variables: Mapping[str, VariableValue]) -> ActResult:
-    logger.info("act %r: replaying %d cached action(s)", instruction, len(cached))
+    logger.info("act %r: replaying %d cached action(s)", instruction, len(cached.actions))
     done: list[Action] = []
     healed = False
-    for n, action in enumerate(cached):
+    for n, (action, identity) in enumerate(zip(cached.actions, cached.elements, strict=True)):
         if n:
             await settle(ctx)
-        ran, was_healed = await run_action(ctx, action, variables)
+        ran, was_healed = await _run_cached(ctx, action, identity, variables)
         done.append(ran)
         healed = healed or was_healed
     if healed:
-        ctx.cache.store(key, done)
+        ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
         logger.info("act %r: cache entry rewritten with the healed selector(s)", instruction)
     return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].description,
                      actions=done, healed=healed, cache_hit=True)

@@ -19,6 +19,7 @@ from .._errors import InvalidArgumentError
 from .._types import Action
 from ..actions import placeholders_in, wait_for_settled_dom
 from ..actions._methods import check_arity
+from ..cache import CacheEntry
 from ..llm import SystemMessage, UserMessage
 from ..prompts.common import Fence
 from ..prompts.observe import (
@@ -29,7 +30,6 @@ from ..prompts.observe import (
     observe_user,
 )
 from ..snapshot import Snapshot
-from ._vision import VisionMode, check_vision, model_sees, plan_requests, require_sight, with_annotated_screenshot
 from ._choice import ask_elements
 from ._common import (
     OperationContext,
@@ -40,6 +40,15 @@ from ._common import (
     rank_chunks,
     redact_text,
     to_action,
+)
+from ._identity import identity_in, identity_matches
+from ._vision import (
+    VisionMode,
+    check_vision,
+    model_sees,
+    plan_requests,
+    require_sight,
+    with_annotated_screenshot,
 )
 
 __all__ = ["MAX_PARTS", "check_elements", "observe", "page_outline", "settle"]
@@ -115,10 +124,10 @@ async def observe(
     key = None
     if ctx.cache is not None and instruction:
         key = ctx.cache.key("observe", instruction, ctx.page.url, variables, selector)
-        cached = ctx.cache.load(key)
-        if cached is not None and await _all_resolve(ctx, cached):
-            logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached))
-            return cached
+        cached = ctx.cache.load_entry(key)
+        if cached is not None and await _still_valid(ctx, cached):
+            logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached.actions))
+            return cached.actions
     client = ctx.get_client()
     if vision is True:
         require_sight(client, "observe(vision=True)")
@@ -153,16 +162,22 @@ async def observe(
         logger.debug("observe %r: nothing in part %d of %d", text, chunk.index + 1, len(parts))
     logger.info("observe %r: %d action(s) from %d part(s)", text, len(actions), len(parts))
     if key is not None and actions:
-        ctx.cache.store(key, actions)
+        ctx.cache.store(key, actions, [identity_in(snapshot, a.selector, ctx.known_variables) for a in actions])
     return actions
 
 
-async def _all_resolve(ctx: OperationContext, actions: Sequence[Action]) -> bool:
-    """True when every cached selector still names exactly one element (a quick check, no waiting)."""
+async def _still_valid(ctx: OperationContext, entry: CacheEntry) -> bool:
+    """True when every cached selector still names exactly one element (a quick check, no waiting)
+    and, where the entry knows it, the element it was cached for (role and name)."""
     from .._errors import ActionError
     from ..actions import resolve_element
 
-    for action in actions:
+    for action, identity in zip(entry.actions, entry.elements, strict=True):
+        if identity is not None:
+            if not await identity_matches(ctx, action, identity, wait=0.5):
+                logger.info("observe cache entry is stale (%s names another element now); observing again", action.selector)
+                return False
+            continue
         try:
             handle = await resolve_element(ctx.page, action.selector, timeout=0.5)
         except ActionError:
