@@ -37,6 +37,7 @@ from ..prompts.llm import prompted_json_instructions, reask_message
 from ..snapshot import OutlineChunk, Snapshot, estimate_tokens, split_outline
 
 __all__ = [
+    "SHORT_VALUE",
     "OperationContext",
     "ask",
     "chunk_budget",
@@ -170,8 +171,36 @@ def pieces(snapshot_tree: str, budget: int) -> list[OutlineChunk]:
 # --- outline text ----------------------------------------------------------------------------
 
 
+#: Variable values shorter than this are redacted from page text only as whole tokens (and
+#: anywhere inside an input's ``value="..."``): see :func:`redact_text`.
+SHORT_VALUE = 4
+#: An input's value on an outline line (``_quote`` in the snapshot: ``"`` escaped as ``\\"``).
+_VALUE_ATTR = re.compile(r'value="(?:[^"\\]|\\.)*"')
+#: While redacting, value number ``n`` stands as ``U+FDD0, chr(_MARK_BASE + n), U+FDD1``:
+#: Unicode noncharacters around a plane-15 private-use character, so no later token match
+#: (no letter or digit in it) and no page text can touch it.
+_MARK_OPEN, _MARK_CLOSE, _MARK_BASE = "\ufdd0", "\ufdd1", 0xF0000
+_MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
+
+
 def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
-    """``text`` with every variable value replaced by its ``%name%`` (longest values first)."""
+    """``text`` (page text bound for a model) with variable values replaced by ``%name%``.
+
+    The rule, secrecy first:
+
+    - a value of :data:`SHORT_VALUE` (4) characters or more is replaced wherever it occurs;
+    - a shorter value (``"1"``, ``"a"``) is replaced only as a whole token, i.e. where no
+      letter, digit or underscore touches it on either side (``Step 1 of 3`` -> ``Step %pin%
+      of 3``, but ``101`` and ``Plan`` stay), and anywhere inside an input's ``value="..."``
+      on an outline line, where a typed value shows (``value="x1y"`` -> ``value="x%pin%y"``).
+      Replacing every ``a`` of a page would garble the prompt and hide nothing: a one-letter
+      value cannot be recognised inside other words anyway.
+
+    Values are also matched as the outline writes them inside ``value="..."`` (white space
+    folded, ``"`` escaped). Longer values go first, and text already replaced is never looked
+    at again, so one value inside another, or a value equal to a variable's name, cannot
+    produce a broken or doubled placeholder.
+    """
     if not variables or not text:
         return text
     names: dict[str, str] = {}
@@ -179,9 +208,25 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
         value = _value_of(name, spec)
         if value:
             names.setdefault(value, name)
-    for value in sorted(names, key=lambda v: (-len(v), v)):
-        text = text.replace(value, f"%{names[value]}%")
-    return text
+    order = sorted(names, key=lambda v: (-len(v), v))
+    if _MARK_OPEN in text or _MARK_CLOSE in text:
+        text = text.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")  # noncharacters: never meaningful text
+    for n, value in enumerate(order):
+        mark = f"{_MARK_OPEN}{chr(_MARK_BASE + n)}{_MARK_CLOSE}"
+        quoted = " ".join(value.split()).replace('"', '\\"')
+        if len(value) >= SHORT_VALUE:
+            text = text.replace(value, mark)
+            if quoted != value and quoted:
+                text = text.replace(quoted, mark)
+            continue
+
+        def in_value(m: re.Match[str], value: str = value, quoted: str = quoted, mark: str = mark) -> str:
+            inner = m.group(0)[len('value="') : -1].replace(value, mark)
+            return f'value="{inner.replace(quoted, mark) if quoted else inner}"'
+
+        text = _VALUE_ATTR.sub(in_value, text)
+        text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", mark, text)
+    return _MARK.sub(lambda m: f"%{names[order[ord(m.group(1)) - _MARK_BASE]]}%", text)
 
 
 def _line_id(line: str) -> str | None:
