@@ -21,7 +21,7 @@ from .._errors import InvalidSchemaError, RefusalError
 from ..prompts.llm import not_a_choice
 from ._request import ModelResponse
 
-__all__ = ["OutputSpec", "InvalidOutput", "parse_json_text"]
+__all__ = ["InvalidOutput", "OutputSpec", "check_json_schema", "parse_json_text", "validation_errors"]
 
 T = TypeVar("T")
 
@@ -87,13 +87,7 @@ class OutputSpec(Generic[T]):
             schema = output.model_json_schema()
             return OutputSpec._build(schema, name or _snake(output.__name__), output)
         if isinstance(output, dict):
-            try:
-                jsonschema.validators.validator_for(output).check_schema(output)
-            except SchemaError as exc:
-                raise InvalidSchemaError(
-                    f"output is not a valid JSON Schema: {exc.message}. Pass a pydantic model "
-                    "class or a JSON Schema dict such as {'type': 'object', 'properties': {...}}."
-                ) from exc
+            check_json_schema(output, what="output")
             return OutputSpec._build(dict(output), name or str(output.get("title") or "result"), None)
         raise InvalidSchemaError(
             f"output must be a pydantic model class, a JSON Schema dict or None, not {type(output).__name__}."
@@ -147,16 +141,41 @@ class OutputSpec(Generic[T]):
         """Validated output: a pydantic instance, or ``data`` itself once it fits the schema."""
         if self.schema is None:
             return data
-        if self.model is not None:
-            try:
-                return self.model.model_validate(data)
-            except ValidationError as exc:
-                raise InvalidOutput(_pydantic_errors(exc), data) from exc
-        validator_cls = jsonschema.validators.validator_for(self.schema)
-        errors = sorted(validator_cls(self.schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+        errors, value = validation_errors(data, self.schema, self.model)
         if errors:
-            raise InvalidOutput([_json_path(list(e.absolute_path)) + ": " + _message(e) for e in errors[:20]], data)
-        return data
+            raise InvalidOutput(errors, data)
+        return value
+
+
+def check_json_schema(schema: dict[str, Any], *, what: str) -> None:
+    """Raise :class:`InvalidSchemaError` (naming ``what``, e.g. ``"output"``) unless ``schema``
+    is a valid JSON Schema. The one place schemas given by callers are checked."""
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidSchemaError(
+            f"{what} is not a valid JSON Schema: {exc.message}. Pass a pydantic model class or a JSON Schema "
+            "dict such as {'type': 'object', 'properties': {'title': {'type': 'string'}}}."
+        ) from exc
+
+
+def validation_errors(data: Any, schema: dict[str, Any], model: type[BaseModel] | None = None, *,
+                      root: str = "$", limit: int = 20) -> tuple[list[str], Any]:
+    """Check ``data`` against ``model`` (when given) or ``schema``: (problems, value).
+
+    The one place answers are judged against a caller's schema. ``value`` is the pydantic
+    instance (or ``data``); problems are model-readable lines such as ``$.items[0].price: ...``,
+    at most ``limit``, with paths starting at ``root`` (a caller that wrapped the schema, as
+    extract() does under ``data``, passes ``"$.data"`` so paths name what the model wrote).
+    """
+    if model is not None:
+        try:
+            return [], model.model_validate(data)
+        except ValidationError as exc:
+            return _pydantic_errors(exc, root)[:limit], None
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(validator_cls(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    return [_json_path(list(e.absolute_path), root) + ": " + _message(e) for e in errors[:limit]], data
 
 
 def _message(error: Any) -> str:
@@ -172,15 +191,15 @@ def _plain(value: Any) -> Any:
     return TypeAdapter(Any).dump_python(value, mode="json")
 
 
-def _json_path(path: list[Any]) -> str:
-    out = "$"
+def _json_path(path: list[Any], root: str = "$") -> str:
+    out = root
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else f".{p}"
     return out
 
 
-def _pydantic_errors(exc: ValidationError) -> list[str]:
-    return [_json_path(list(e["loc"])) + ": " + e["msg"] for e in exc.errors(include_url=False)[:20]]
+def _pydantic_errors(exc: ValidationError, root: str = "$") -> list[str]:
+    return [_json_path(list(e["loc"]), root) + ": " + e["msg"] for e in exc.errors(include_url=False)[:20]]
 
 
 def _snake(name: str) -> str:

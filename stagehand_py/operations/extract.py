@@ -20,12 +20,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .._errors import InvalidSchemaError, OutputValidationError
 from ..llm import SystemMessage, UserMessage
+from ..llm._structured import check_json_schema, validation_errors
 from ..prompts.common import Fence
 from ..prompts.extract import (
     DATA_DESCRIPTION,
@@ -62,13 +61,7 @@ def user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_json_schema(), schema
     if isinstance(schema, dict):
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-        except SchemaError as exc:
-            raise InvalidSchemaError(
-                f"extract(schema=...) is not a valid JSON Schema: {exc.message}. Pass a pydantic model class or a "
-                "JSON Schema dict such as {'type': 'object', 'properties': {'title': {'type': 'string'}}}."
-            ) from exc
+        check_json_schema(schema, what="extract(schema=...)")
         return copy.deepcopy(schema), None
     raise InvalidSchemaError(
         f"extract(schema=...) must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}."
@@ -210,13 +203,8 @@ def _lookup(snapshot: Snapshot) -> Callable[[str], str | None]:
 
 
 def _validate(data: Any, schema: dict[str, Any], model: type[BaseModel] | None) -> tuple[list[str], Any]:
-    if model is not None:
-        try:
-            return [], model.model_validate(data)
-        except ValidationError as exc:
-            return [f"data.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10]], None
-    errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(data))
-    return [f"data{''.join(f'[{p!r}]' for p in e.absolute_path)}: {e.message}" for e in errors[:10]], data
+    """The caller's schema judges the data (llm/_structured.py owns the check and its wording)."""
+    return validation_errors(data, schema, model, root="$.data", limit=10)
 
 
 async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None,

@@ -6,12 +6,12 @@ import re
 
 import pytest
 from _server import Response
-from pydantic import BaseModel, HttpUrl
+from pydantic import BaseModel, HttpUrl, field_validator
 
 from stagehand_py import InvalidSchemaError, OutputValidationError, Stagehand
 from stagehand_py.testing import FunctionLLM, ScriptedLLM, capture_requests
 
-from ._ops import find_id, first_user, request_tokens
+from ._ops import find_id, first_user, prompt_text, request_tokens
 
 
 class Product(BaseModel):
@@ -146,3 +146,38 @@ async def test_merged_result_must_fit_the_schema(page, server):
         sh = Stagehand(page, model=FunctionLLM(lambda r: {"data": {}, "instruction_satisfied": False}), token_budget=2_000)
         with pytest.raises(OutputValidationError, match="does not fit the schema"):
             await sh.extract("the answer", {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+
+
+class Priced(BaseModel):
+    name: str
+    price: float
+
+    @field_validator("price")
+    @classmethod
+    def positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("a price is positive")
+        return value
+
+
+async def test_schema_problems_speak_the_clients_path_language(page, server):
+    """Problems only the caller's schema catches (pydantic validators) are phrased by the one
+    owner of schema checks, llm/_structured.py: the same ``$.``-paths as the client's re-asks."""
+    await page.goto(server.url("products.html"))
+    answers = iter([{"data": {"name": "Trail Runner Shoes", "price": -1}, "instruction_satisfied": True},
+                    {"data": {"name": "Trail Runner Shoes", "price": 89.99}, "instruction_satisfied": True}])
+    sh = Stagehand(page, model=FunctionLLM(lambda r: next(answers)))
+    with capture_requests() as calls:
+        assert await sh.extract("the first product", Priced) == Priced(name="Trail Runner Shoes", price=89.99)
+    reask = prompt_text(calls[1].request)
+    assert "$.data.price: Value error, a price is positive" in reask
+
+    # The merged result of a long page is judged the same way.
+    with server.route("/big3.html", lambda req: Response.html(_big_page(300))):
+        await page.goto(server.url("big3.html"))
+        sh = Stagehand(page, model=FunctionLLM(lambda r: {"data": {}, "instruction_satisfied": False}), token_budget=2_000)
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        with pytest.raises(OutputValidationError, match=r"\$\.data: 'answer' is a required property"):
+            await sh.extract("the answer", schema)
+    with pytest.raises(InvalidSchemaError, match=r"extract\(schema=\.\.\.\) is not a valid JSON Schema"):
+        await sh.extract("x", {"type": "no-such-type"})
