@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
@@ -89,6 +89,8 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "EventCallback", "Run", "SafetyCallback"]
 
 logger = logging.getLogger("stagehand_py")
+
+T = TypeVar("T")
 
 EventCallback = Callable[[AgentEvent], Any]
 #: Called with each computer-use safety check; return True to acknowledge and continue.
@@ -199,6 +201,8 @@ class Run:
         self.guard: DomainGuard | None = None
         self.last_signature: str | None = None
         self.last_action = ""
+        #: Per-run state of the mode (the native computer-use conversation).
+        self.mode_state: Any = None
         #: True while the primary model's last call failed on a retryable error (fallback in use).
         self.primary_failed = False
         self.used_fallback = False
@@ -511,8 +515,9 @@ class Agent:
         self._memory_steps = memory_steps
         if mode == "cua":
             from .cua._mode import CuaMode
+            from .cua._native import native_provider
 
-            self._mode: Mode = CuaMode(screen=cua_screen)
+            self._mode: Mode = CuaMode(screen=cua_screen, native=native_provider(client))
         else:
             self._mode = DomMode(max_outline_tokens=max_outline_tokens, use_vision=use_vision)
 
@@ -677,6 +682,10 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     fence = Fence()  # a fresh nonce for every request
     notices = await _notices(run, state, fence)
     run.last_url = state.url
+    native_step = getattr(mode, "native_step", None)
+    if native_step is not None:  # computer use with the provider's own tool
+        await native_step(run, toolset, state, notices)
+        return
 
     finish_only = run.budget.is_last(run.step) or run.stall.force_finish
     offered = toolset.offered(finish_only=finish_only)
@@ -685,16 +694,9 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
     run.last_messages = [_message_record(m) for m in messages]
 
-    try:
-        generated = await _generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step")
-    except (AuthenticationError, BadRequestError, ModelRequestBlockedError, TestDoubleError) as exc:
-        raise AgentError(f"the agent's model cannot be used: {type(exc).__name__}: {exc}") from exc
-    except UsageLimitExceededError as exc:
-        raise await _consolidate(run, f"the model usage limit was reached ({exc})") from exc
-    except LLMError as exc:
-        kind = classify_error(exc)
-        await _record_step(run, state, None, "(no valid answer)", {}, ToolOutcome(ok=False, text=f"{type(exc).__name__}: {exc}", error=exc))
-        _after_failure(run, kind, exc)
+    generated = await _ask_model(
+        run, state, lambda: _generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step"))
+    if generated is None:
         return
     run.usage = run.usage + generated.usage
     await run.emit("model_usage", generated.usage.model_dump(mode="json"))
@@ -721,6 +723,23 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
         await _run_tool(run, toolset, state, answer, tool_name, args_model)
         return
     await _run_chain(run, mode, toolset, state, answer, [call, *more])
+
+
+async def _ask_model(run: Run, state: PageState, call: Callable[[], Awaitable[T]]) -> T | None:
+    """One model call of a step: a model that cannot be used at all ends the run with an
+    :class:`AgentError`, a usage limit consolidates, any other model error is a failed step
+    (``None``) counted by the failure tracker."""
+    try:
+        return await call()
+    except (AuthenticationError, BadRequestError, ModelRequestBlockedError, TestDoubleError) as exc:
+        raise AgentError(f"the agent's model cannot be used: {type(exc).__name__}: {exc}") from exc
+    except UsageLimitExceededError as exc:
+        raise await _consolidate(run, f"the model usage limit was reached ({exc})") from exc
+    except LLMError as exc:
+        kind = classify_error(exc)
+        await _record_step(run, state, None, "(no valid answer)", {}, ToolOutcome(ok=False, text=f"{type(exc).__name__}: {exc}", error=exc))
+        _after_failure(run, kind, exc)
+        return None
 
 
 async def _run_tool(

@@ -33,6 +33,7 @@ from ._actions import (
     WaitMsArgs,
     png_size,
 )
+from ._native import NativeComputerUse, NativeProvider
 
 if TYPE_CHECKING:
     from .._loop import PageState, Run
@@ -50,9 +51,12 @@ class _SafetyCheckItem(BaseModel):
 class CuaMode:
     name: AgentMode = "cua"
 
-    def __init__(self, *, screen: tuple[int, int]) -> None:
+    def __init__(self, *, screen: tuple[int, int], native: NativeProvider | None = None) -> None:
         self.target = screen
         self.geometry: ScreenGeometry | None = None
+        #: With a provider's own computer tool, the loop hands each step to this (after the
+        #: capture); ``None``: the internal protocol through structured output (test doubles).
+        self.native_step = NativeComputerUse(native, self).step if native is not None else None
 
     def extra_step_fields(self) -> dict[str, Any]:
         return {"safety_checks": (list[_SafetyCheckItem], Field(default_factory=list))}
