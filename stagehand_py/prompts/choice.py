@@ -16,18 +16,24 @@ from typing import Any, get_args
 from .._types import ActionMethod
 from .common import Fence
 
-__all__ = ["CHOICE_METHODS", "choice_line", "choice_schema", "choices_block"]
+__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "choice_line", "choice_schema", "choices_block"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
 
 _NAME_MAX = 80
+#: At most this many elements in one observe() answer in choice mode: a small model under a
+#: grammar can otherwise keep listing choices until it runs out of tokens (invalid JSON).
+MAX_CHOSEN = 10
+#: Characters a choice never contains: llama.cpp's JSON-schema grammar mishandles escaped
+#: quotes and backslashes inside enum strings (a quote segfaults it in llama-cpp-python 0.3.36).
+_UNSAFE = str.maketrans({'"': "'", "\\": "/", **{chr(c): " " for c in range(32)}})
 
 
 def choice_line(role: str, name: str, element_id: str, *, details: str = "") -> str:
     """One choice: ``"button: Log in [0-11]"``; an unnamed element shows its ``details``
     instead (``'textbox value="x" [0-7]'``) or just its role (``"textbox [0-7]"``)."""
-    text = " ".join((name or details).split())
+    text = " ".join((name or details).translate(_UNSAFE).split())
     if len(text) > _NAME_MAX:
         text = text[: _NAME_MAX - 1].rstrip() + "…"
     if not text:
@@ -68,8 +74,7 @@ def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) 
         "items": item,
         "description": "The chosen elements, best first; an empty list when no choice fits.",
     }
-    if single:
-        elements["maxItems"] = 1
+    elements["maxItems"] = 1 if single else min(MAX_CHOSEN, len(choices))
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {"elements": elements},

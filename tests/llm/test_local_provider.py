@@ -94,7 +94,6 @@ def _fake_llama_cpp(system_info: bytes = b"CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT
     low.llama_model_default_params = lambda: types.SimpleNamespace(use_extra_bufts=True)
     mod.llama_cpp = low
     mod.llama_print_system_info = lambda: system_info
-    mod.LogitsProcessorList = list
     mod.made = []
 
     class Llama:
@@ -105,14 +104,16 @@ def _fake_llama_cpp(system_info: bytes = b"CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT
             self.calls: list[dict[str, Any]] = []
             mod.made.append(self)
 
+        def eval(self, tokens: list[int]) -> None:
+            pass
+
         def create_chat_completion(self, **params: Any) -> Any:
             self.calls.append(params)
             if "error" in behaviour:
                 raise behaviour["error"]
-            if "tokens" in behaviour:  # generate token by token, consulting the logits processors
+            if "tokens" in behaviour:  # generate token by token: one eval() per token, as llama-cpp-python does
                 for _ in range(behaviour["tokens"]):
-                    for proc in params["logits_processor"]:
-                        proc([], [0.0])
+                    self.eval([1])
                     behaviour["step"].wait(0.01)
             return {"choices": [{"message": {"role": "assistant", "content": behaviour.get("content", "{}")},
                                  "finish_reason": "stop"}],

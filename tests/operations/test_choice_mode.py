@@ -49,15 +49,21 @@ def test_candidates_are_the_actionable_lines_in_page_order() -> None:
     assert list(choices.items()) == [
         ("textbox: Username [0-3]", "0-3"),
         ("checkbox: Remember me [0-7]", "0-7"),
-        ('combobox: Country value="Choose a country" [0-5]', "0-5"),
+        ("combobox: Country value='Choose a country' [0-5]", "0-5"),
         ("option: Choose a country [0-55]", "0-55"),
-        ('textbox value="x" [0-9]', "0-9"),
+        ("textbox value='x' [0-9]", "0-9"),
         ("button: Reset password [0-15]", "0-15"),
         ("button: Sign in [0-16]", "0-16"),
     ]
     elements = elements_from_choices(
         {"elements": [{"element": "button: Sign in [0-16]", "method": "click", "arguments": []}]}, choices)
     assert [(e.element_id, e.description, e.method) for e in elements] == [("0-16", "button: Sign in", "click")]
+
+
+def test_choices_carry_no_quotes_or_backslashes() -> None:
+    """llama.cpp's grammar mishandles them inside enum strings (a quote crashed llama-cpp-python 0.3.36)."""
+    (line,) = candidates('[0-1] link: Say "hi" to C:\\temp\tnow', Fence())
+    assert line == "link: Say 'hi' to C:/temp now [0-1]"
 
 
 def test_page_text_in_choices_cannot_forge_the_fence() -> None:
@@ -71,7 +77,8 @@ def test_schema_shapes() -> None:
     schema = choice_schema(["a [0-1]"], single=True, opens_options=True)
     assert schema["properties"]["elements"]["maxItems"] == 1
     assert schema["required"] == ["elements", "opens_options"]
-    assert "maxItems" not in choice_schema(["a [0-1]"], single=False, opens_options=False)["properties"]["elements"]
+    many = [f"button: B{i} [0-{i}]" for i in range(30)]
+    assert choice_schema(many, single=False, opens_options=False)["properties"]["elements"]["maxItems"] == 10
 
 
 async def test_observe_offers_the_actionable_lines_and_maps_the_choice_back(page, server) -> None:

@@ -200,6 +200,7 @@ class LocalModel:
         self._chat_format = chat_format
         self._verbose = verbose
         self._llama: Any = None
+        self._cancelled = threading.Event()  # the running request's; set when its caller gives up
         self._lock = threading.Lock()  # one generation (or load) at a time; llama.cpp contexts are not thread-safe
 
     def __repr__(self) -> str:
@@ -245,8 +246,25 @@ class LocalModel:
             ) from exc
         logger.info("loaded local model %s in %.1f s (n_ctx=%d, threads=%s)", self.model_name,
                     time.perf_counter() - started, self._n_ctx, getattr(llama, "n_threads", "?"))
+        self._stop_on_cancel(llama)
         self._llama = llama
         return llama
+
+    def _stop_on_cancel(self, llama: Any) -> None:
+        """Make this Llama stop before its next token once the current request is cancelled.
+
+        Generation calls ``eval`` once per token from Python, so an exception there unwinds it
+        cleanly (the token is not evaluated; the cache stays consistent). A logits processor
+        cannot do this: it runs as a ctypes callback, where exceptions are swallowed.
+        """
+        evaluate = llama.eval
+
+        def eval_unless_cancelled(tokens: Any) -> Any:
+            if self._cancelled.is_set():
+                raise _Cancelled
+            return evaluate(tokens)
+
+        llama.eval = eval_unless_cancelled
 
     def build_params(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments for ``Llama.create_chat_completion`` (public for tests and logs)."""
@@ -285,17 +303,9 @@ class LocalModel:
     def _generate(self, params: dict[str, Any], cancelled: threading.Event) -> Any:
         with self._lock:
             llama = self._load()
-            llama_cpp = sys.modules["llama_cpp"]
-
-            def stop_if_cancelled(_ids: Any, scores: Any) -> Any:
-                if cancelled.is_set():
-                    raise _Cancelled
-                return scores
-
+            self._cancelled = cancelled
             try:
-                return llama.create_chat_completion(
-                    **params, logits_processor=llama_cpp.LogitsProcessorList([stop_if_cancelled])
-                )
+                return llama.create_chat_completion(**params)
             except _Cancelled:
                 return None
             except ValueError as exc:
