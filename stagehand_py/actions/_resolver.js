@@ -58,7 +58,8 @@
       for (const child of parent.childNodes) {
         const isText = child.nodeType === Node.TEXT_NODE || child.nodeType === Node.CDATA_SECTION_NODE;
         // text()[normalize-space()][n] counts only non-blank text nodes (same test as the snapshot).
-        if (isText && (!step.nonblank || child.nodeValue.trim())) {
+        // Blank in XPath's sense (normalize-space): only space, tab, CR and LF; not NBSP.
+        if (isText && (!step.nonblank || /[^ \t\n\r]/.test(child.nodeValue))) {
           seen += 1;
           if (seen === step.index) {
             const el = toElement(child);

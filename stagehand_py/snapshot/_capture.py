@@ -23,11 +23,12 @@ from .._logging import logger
 from ..browser._cdp import CDPSession, PageTargets, loads_json
 from ..vision._confidence import measure_over_cdp
 from ._model import Snapshot
-from ._outline import TARGET_INFO_KEY, VISIBLE, ElementInfo, build_outline
+from ._outline import TARGET_INFO_KEY, TEXT_INDEX_KEY, VISIBLE, ElementInfo, build_outline
 
 __all__ = ["FrameOrdinals", "capture_snapshot"]
 
 _GROUP = "stagehand-snapshot"
+_STRIDE = 6  # values per element in the walker's answer
 _ELEMENT, _DOCUMENT, _FRAGMENT = 1, 9, 11
 _FRAME_TAGS = ("iframe", "frame")
 #: Depth per request once a full-depth DOM.getDocument has been refused for being too deep.
@@ -278,18 +279,20 @@ async def _walk_unit(
         resolved = await session.send("DOM.resolveNode", {"backendNodeId": unit.root["backendNodeId"], "objectGroup": _GROUP})
         flat = await _run_walker(session, resolved["object"]["objectId"])
     elements = _walk_order(unit.root)
-    aligned = len(flat) == 5 * len(elements) and all(
-        flat[5 * i] == (el.get("localName") or el.get("nodeName", "").lower()) for i, el in enumerate(elements)
+    aligned = len(flat) == _STRIDE * len(elements) and all(
+        flat[_STRIDE * i] == (el.get("localName") or el.get("nodeName", "").lower()) for i, el in enumerate(elements)
     )
-    needs_ax = not aligned or any(flat[5 * i + 2] is None and flat[5 * i + 1] & VISIBLE for i in range(len(elements)))
+    needs_ax = not aligned or any(flat[_STRIDE * i + 2] is None and flat[_STRIDE * i + 1] & VISIBLE for i in range(len(elements)))
     if aligned:
         for i, el in enumerate(elements):
-            base = 5 * i
+            base = _STRIDE * i
             info[el["backendNodeId"]] = (flat[base + 1], flat[base + 2], flat[base + 3], flat[base + 4])
+            if flat[base + 5] is not None:
+                el[TEXT_INDEX_KEY] = flat[base + 5]
     else:
         # The page changed between the two reads: trust Chrome's accessibility tree for this
         # unit rather than guess.
-        logger.debug("walker and DOM tree disagree (%d vs %d elements); using the AX tree", len(flat) // 5, len(elements))
+        logger.debug("walker and DOM tree disagree (%d vs %d elements); using the AX tree", len(flat) // _STRIDE, len(elements))
     if needs_ax:
         await _merge_ax_tree(session, unit.frame_id, info, keep_visibility=aligned)
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin
 
-__all__ = ["TARGET_INFO_KEY", "ElementInfo", "OutlineResult", "build_outline", "SKIPPED_TAGS", "STRUCTURAL_ROLES"]
+__all__ = ["TARGET_INFO_KEY", "TEXT_INDEX_KEY", "ElementInfo", "OutlineResult", "build_outline", "SKIPPED_TAGS", "STRUCTURAL_ROLES"]
 
 # Bits set by _walker.js (keep in sync).
 VISIBLE, CHECKED, MIXED, SELECTED, DISABLED, EXPANDED, COLLAPSED, SCROLLABLE, FILLED, REQUIRED, FOCUSED = (
@@ -64,6 +64,10 @@ _TEXT, _ELEMENT, _DOCUMENT, _FRAGMENT = 3, 1, 9, 11
 #: map (backend node ids are only unique within one renderer process).
 TARGET_INFO_KEY = "stagehand_info"
 
+#: Key under which an element node carries the true XPath index of each text child CDP kept,
+#: when Chrome and XPath disagree about which of its text children are blank.
+TEXT_INDEX_KEY = "stagehand_text_index"
+
 #: (bits, role, name, value) for one element; role/name None when unknown.
 ElementInfo = tuple[int, str | None, str | None, str | None]
 
@@ -100,6 +104,8 @@ class _Rec:
 
 
 _NAME_TEST = re.compile(r"^[^\W\d][\w.\-]*$")
+# Blank for XPath's normalize-space() is only space, tab, CR and LF (NBSP is not blank).
+_XPATH_NONBLANK = re.compile(r"[^ \t\n\r]")
 
 
 @lru_cache(maxsize=4096)
@@ -119,8 +125,11 @@ def _literal(value: str) -> str:
     return "concat(" + ", \"'\", ".join(f"'{part}'" for part in value.split("'")) + ")"
 
 
-def _child_steps(children: list[dict[str, Any]]) -> list[str | None]:
-    """XPath step for each child in a container's child list (None for nodes without one)."""
+def _child_steps(children: list[dict[str, Any]], text_index: list[int] | None = None) -> list[str | None]:
+    """XPath step for each child in a container's child list (None for nodes without one).
+
+    ``text_index`` overrides the text steps' indices (see TEXT_INDEX_KEY).
+    """
     counts: dict[str, int] = {}
     text_count = 0
     steps: list[str | None] = []
@@ -134,9 +143,10 @@ def _child_steps(children: list[dict[str, Any]]) -> list[str | None]:
             # the HTML parser accepts but XPath cannot spell as a name test (``x:y``) use the
             # local-name() form too.
             steps.append(f"{_element_step_head(local, child.get('nodeName') == local.upper())}[{counts[local]}]")
-        elif node_type == _TEXT and (child.get("nodeValue") or "").strip():
+        elif node_type == _TEXT and _XPATH_NONBLANK.search(child.get("nodeValue") or ""):
             text_count += 1
-            steps.append(f"text()[normalize-space()][{text_count}]")
+            k = text_index[text_count - 1] if text_index and text_count <= len(text_index) else text_count
+            steps.append(f"text()[normalize-space()][{k}]")
         else:
             steps.append(None)
     return steps
@@ -166,11 +176,12 @@ def build_outline(
     order: list[_Rec] = []
 
     def push_children(
-        containers: list[tuple[list[dict[str, Any]], str]], parent: _Rec, ordinal: int, ancestor_name: str, base: str, infos: Info
+        containers: list[tuple[list[dict[str, Any]], str]], parent: _Rec, ordinal: int, ancestor_name: str, base: str,
+        infos: Info, text_index: list[int] | None = None,
     ) -> None:
         # Pushed in reverse so they pop in document order.
         for children, prefix in reversed(containers):
-            steps = _child_steps(children)
+            steps = _child_steps(children, text_index if prefix and not prefix.endswith("/") else None)
             for child, step in zip(reversed(children), reversed(steps), strict=True):
                 if step is not None:
                     stack.append((child, f"{prefix}/{step}", parent, ordinal, ancestor_name, base, infos))
@@ -239,7 +250,7 @@ def build_outline(
                 # Text directly inside a hidden element is hidden too; elements may still show.
                 containers.append(([c for c in node["children"] if c.get("nodeType") == _ELEMENT], xpath))
         if containers:
-            push_children(containers, holder, ordinal, ancestor_name, base, infos)
+            push_children(containers, holder, ordinal, ancestor_name, base, infos, node.get(TEXT_INDEX_KEY))
         document = node.get("contentDocument")
         if document is not None and tag in _FRAME_TAGS:
             frame_id = node.get("frameId") or document.get("frameId") or ""

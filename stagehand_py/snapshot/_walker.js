@@ -2,12 +2,12 @@
 // Element. Closed shadow roots inside are not entered: page script cannot see them, so the
 // Python side walks each one in a call of its own, from the root object CDP gives it.
 //
-// Returns (as a JSON string) a flat array, 5 values per element, for every element in this order: the
+// Returns (as a JSON string) a flat array, 6 values per element, for every element in this order: the
 // element, its open shadow root's children, then its light children (iframes are not entered: each
 // document gets its own call). The Python side walks the CDP DOM tree in the same order and
 // checks tag names, so both halves line up without any marker in the page.
 //
-// Per element: localName, bits, role, name, value.
+// Per element: localName, bits, role, name, value, text indices (usually null).
 // role/name come from Chrome's own accessibility computation (Element.computedRole/Name,
 // enabled by --enable-blink-features=ComputedAccessibilityInfo); null when the browser does not
 // expose it, and the Python side then asks Accessibility.getFullAXTree instead.
@@ -20,6 +20,8 @@ function () {
   const active = (this.ownerDocument || this).activeElement;
   const scrollingElement = (this.ownerDocument || this).scrollingElement;
   const TEXT_INPUT = /^(text|email|search|url|tel|number|date|datetime-local|month|week|time|color|range)$/;
+  const CHROME_BLANK = /^[\t\n\v\f\r \u1680\u2000-\u200a\u2028\u205f\u3000]*$/;
+  const XPATH_NONBLANK = /[^ \t\n\r]/;
   const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'meta', 'link', 'title', 'base']);
 
   const visit = (el, hidden) => {
@@ -71,10 +73,26 @@ function () {
       }
     }
     if (value !== null && value.length > 300) value = value.slice(0, 300) + '…';
+    // CDP leaves out text nodes that are blank to Chrome (which counts \v, \f and Unicode
+    // spaces such as U+2003 as blank); XPath's normalize-space() does not. Where a child is
+    // blank to one and not the other, give the true XPath index of each text child CDP kept.
+    let textIndex = null;
+    for (let c = el.firstChild; c; c = c.nextSibling) {
+      if (c.nodeType === 3 && CHROME_BLANK.test(c.nodeValue) && XPATH_NONBLANK.test(c.nodeValue)) {
+        textIndex = [];
+        let k = 0;
+        for (let t = el.firstChild; t; t = t.nextSibling) {
+          if (t.nodeType !== 3) continue;
+          if (XPATH_NONBLANK.test(t.nodeValue)) k++;
+          if (!CHROME_BLANK.test(t.nodeValue)) textIndex.push(k);
+        }
+        break;
+      }
+    }
     // A <slot>'s own children are fallback content, not rendered once something is slotted.
     let childrenHidden = hidden;
     if (tag === 'slot' && el.assignedNodes().length) { bits |= FALLBACK_UNUSED; childrenHidden = true; }
-    out.push(tag, bits, role, name, value);
+    out.push(tag, bits, role, name, value, textIndex);
     const shadow = el.shadowRoot;
     if (shadow) for (let c = shadow.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
     for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c, childrenHidden);
