@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from .._errors import ConfigurationError
 from ..llm import ImagePart, LLMClient, SystemMessage, UserMessage
 from ..prompts.act import ActAnswer
-from ..prompts.choice import choice_line, choice_schema, choices_block
+from ..prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_block
 from ..prompts.common import Fence
 from ..prompts.observe import ObservedElement
 from ._common import ask, prompt_tokens, reask_reserve
@@ -69,6 +69,8 @@ def elements_from_choices(answer: dict[str, Any], choices: dict[str, str]) -> li
     elements = []
     for item in answer.get("elements", []):
         line = item["element"]
+        if line == NO_CHOICE:
+            continue
         elements.append(ObservedElement(
             element_id=choices[line],
             description=line.rsplit(" [", 1)[0],
@@ -129,7 +131,8 @@ async def ask_elements(
             f"choice mode: token_budget={token_budget} leaves no room for a single choice next to the prompt; "
             "raise token_budget."
         )
-    lines = list(choices)
+    lines = [*choices, NO_CHOICE]
+    choices = {**choices, NO_CHOICE: ""}
     schema = choice_schema(lines, single=single, opens_options=opens)
     text = f"{user}\n\n{choices_block(lines, fence, single=single)}"
 

@@ -16,12 +16,15 @@ from typing import Any, get_args
 from .._types import ActionMethod
 from .common import Fence
 
-__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "choice_line", "choice_schema", "choices_block"]
+__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "choices_block"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
 
 _NAME_MAX = 80
+#: The last choice of every list: picking it means no element fits. A grammar-bound small
+#: model answers an allowed empty list far too eagerly; it must pick a line, and this is one.
+NO_CHOICE = "none: no element fits"
 #: At most this many elements in one observe() answer in choice mode: a small model under a
 #: grammar can otherwise keep listing choices until it runs out of tokens (invalid JSON).
 MAX_CHOSEN = 10
@@ -47,7 +50,7 @@ def choices_block(choices: Sequence[str], fence: Fence, *, single: bool) -> str:
         "Answer by choosing from the choices below: put one choice, copied exactly, in \"element\""
         + (" (at most one element)" if single else "; list every element that fits, best first")
         + ". A choice names an actionable element of the outline as 'role: name [id]'. Give the method "
-        "and its arguments as the methods list says. When no choice fits, answer with an empty list."
+        f"and its arguments as the methods list says. Only when no element fits, choose '{NO_CHOICE}'."
     )
     return f"{how}\n\nChoices:\n{fence.wrap(chr(10).join(choices), 'choices: page elements')}"
 
@@ -72,9 +75,10 @@ def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) 
     elements: dict[str, Any] = {
         "type": "array",
         "items": item,
-        "description": "The chosen elements, best first; an empty list when no choice fits.",
+        "description": f"The chosen elements, best first; only '{NO_CHOICE}' when none fits.",
     }
     elements["maxItems"] = 1 if single else min(MAX_CHOSEN, len(choices))
+    elements["minItems"] = 1
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {"elements": elements},

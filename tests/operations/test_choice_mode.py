@@ -10,7 +10,7 @@ import re
 from stagehand_py import Stagehand
 from stagehand_py.llm import LLMRequest
 from stagehand_py.operations._choice import candidates, elements_from_choices
-from stagehand_py.prompts.choice import choice_schema
+from stagehand_py.prompts.choice import NO_CHOICE, choice_schema
 from stagehand_py.prompts.common import Fence
 from stagehand_py.testing import FunctionLLM, ScriptedLLM
 
@@ -31,7 +31,10 @@ OUTLINE = """\
 
 
 def enum_of(request: LLMRequest) -> list[str]:
-    return request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+    """The element choices of a request, without the closing 'none' choice (checked to be last)."""
+    enum = request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+    assert enum[-1] == NO_CHOICE
+    return enum[:-1]
 
 
 def choose(request: LLMRequest, pattern: str, method: str = "click", arguments: list[str] | None = None) -> dict:
@@ -103,7 +106,20 @@ async def test_observe_offers_the_actionable_lines_and_maps_the_choice_back(page
     assert not any(line.startswith(("StaticText", "heading", "label", "group")) for line in offered)
     shown = last_user(request)
     assert all(line in shown for line in offered)  # the model reads every choice it may pick
-    assert "Choices:" in shown and "Page outline" in shown
+    assert "Choices:" in shown and "Page outline" in shown and NO_CHOICE in shown
+    assert request.output_schema["properties"]["elements"]["minItems"] == 1  # must pick a line, maybe 'none'
+
+
+async def test_choosing_none_means_nothing_found(page, server) -> None:
+    await page.goto(server.url("forms.html"))
+    def none(request: LLMRequest) -> dict:
+        answer = {"elements": [{"element": NO_CHOICE, "method": "click", "arguments": []}]}
+        return {**answer, "opens_options": False} if "opens_options" in request.output_schema["properties"] else answer
+
+    sh = Stagehand(page, model=FunctionLLM(none), llm_options={"choice_mode": True})
+    assert await sh.observe("the shopping cart") == []
+    result = await sh.act("open the shopping cart")
+    assert not result.success and result.actions == []
 
 
 async def test_act_in_choice_mode_runs_the_chosen_element(page, server) -> None:
@@ -149,7 +165,7 @@ async def test_every_request_fits_the_budget_and_offers_only_its_chunk(page) -> 
     def model(request: LLMRequest) -> dict:
         seen.append(request)
         wanted = [c for c in enum_of(request) if c.startswith("button: Buy item 399 ")]
-        return {"elements": [{"element": wanted[0], "method": "click", "arguments": []}] if wanted else []}
+        return {"elements": [{"element": wanted[0] if wanted else NO_CHOICE, "method": "click", "arguments": []}]}
 
     sh = Stagehand(page, model=FunctionLLM(model), token_budget=budget, llm_options={"choice_mode": True})
     (action,) = await sh.observe("buy item 399")
