@@ -48,7 +48,8 @@ class Block:
 
 def blocks() -> list[Block]:
     found = []
-    for path in sorted(DOCS.rglob("*.md")):
+    # The README's blocks are held to the same rule as the site's.
+    for path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
         text = path.read_text(encoding="utf-8")
         for m in _FENCE.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
@@ -56,7 +57,8 @@ def blocks() -> list[Block]:
             marker = _MARKER.search(before)
             lang = m.group(1)
             kind, arg = (marker.group(1), marker.group(2)) if marker else (("run", "") if lang == "python" else ("text", ""))
-            found.append(Block(str(path.relative_to(DOCS)), line, lang, m.group(2), kind, arg))
+            page = str(path.relative_to(DOCS)) if path.is_relative_to(DOCS) else "../" + path.name
+            found.append(Block(page, line, lang, m.group(2), kind, arg))
     return found
 
 
