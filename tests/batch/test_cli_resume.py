@@ -15,10 +15,17 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
+def _default_ctrl_c() -> None:
+    # A background job of a non-interactive shell (how CI may start us) inherits SIGINT as
+    # ignored; a user at a terminal has the default, which is what this test plays.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "stagehand_py.batch._cli", "run", *args],
         cwd=env["WORKDIR"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_ctrl_c,
     )
 
 
