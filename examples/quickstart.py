@@ -56,7 +56,7 @@ async def main(model: Any = None, *, headless: bool = True) -> int:
     """Run the quickstart; ``model`` (anything ``Stagehand(model=...)`` takes) overrides the
     one the environment configures."""
     picked = pick_model(model)
-    options, label = picked if picked is not None else ({}, "")
+    options, model_label = picked if picked is not None else ({}, "")
     with serve_site() as site:
         async with await Stagehand.launch(headless=headless, **options) as stagehand:
             page = stagehand.page
@@ -94,7 +94,7 @@ async def main(model: Any = None, *, headless: bool = True) -> int:
             if picked is None:
                 print(HOW_TO_CONFIGURE)
                 return 0
-            print(f"model: {label}")
+            print(f"model: {model_label}")
             # observe: find elements and the action for each, without doing anything yet.
             for action in await stagehand.observe("the Remember me checkbox"):
                 print(f"observe -> {action.method} {action.selector}  ({action.description})")
