@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
+from stagehand_py.browser._chromium import DEFAULT_CHROMIUM_ARGS
+
 CHROMIUM_EXECUTABLE = "/usr/bin/chromium"
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    # Without these Chromium keeps dialing hosts this network refuses.
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-    # Exposes computed role/name to the page (element.computedRole / computedName).
-    "--enable-blink-features=ComputedAccessibilityInfo",
-]
+# The library's own flags for a headless session (one list for the project), plus QUIC off:
+# this network refuses UDP to the outside.
+CHROMIUM_ARGS = [*DEFAULT_CHROMIUM_ARGS, "--disable-quic"]
 
 
 async def launch_chromium(playwright, **kwargs):
