@@ -12,7 +12,6 @@ with the tool version's ``anthropic-beta`` header; every ``tool_use`` block come
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 import anthropic

@@ -25,6 +25,7 @@ from .._hooks import active_transport
 from .._messages import ImagePart, ToolResultPart
 from .._profiles import Profile
 from .._request import LLMRequest, ModelResponse
+from .._usage import Usage
 
 __all__ = [
     "HTTPProviderModel",
@@ -255,3 +256,19 @@ class HTTPProviderModel:
 
     def _parse(self, raw: Any, request: LLMRequest) -> ModelResponse:
         raise NotImplementedError
+
+
+def openai_usage(raw: Any, *, prompt: str = "prompt", completion: str = "completion") -> Usage:
+    """Usage from an OpenAI usage object. Chat completions name the two sides ``prompt`` /
+    ``completion``, the Responses API ``input`` / ``output``; the shape is otherwise the same."""
+    if raw is None:
+        return Usage(requests=1)
+    prompt_details = getattr(raw, f"{prompt}_tokens_details", None)
+    completion_details = getattr(raw, f"{completion}_tokens_details", None)
+    return Usage(
+        requests=1,
+        input_tokens=getattr(raw, f"{prompt}_tokens", 0) or 0,
+        output_tokens=getattr(raw, f"{completion}_tokens", 0) or 0,
+        cached_tokens=(getattr(prompt_details, "cached_tokens", 0) or 0) if prompt_details else 0,
+        reasoning_tokens=(getattr(completion_details, "reasoning_tokens", 0) or 0) if completion_details else 0,
+    )

@@ -16,8 +16,7 @@ import openai
 from ...prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from .._request import LLMRequest, ModelResponse
-from .._usage import Usage
-from ._common import HTTPProviderModel, malformed_response_error
+from ._common import HTTPProviderModel, malformed_response_error, openai_usage
 from ._openai_responses import parse_response, responses_params, uses_responses_api
 
 __all__ = ["OpenAIChatModel"]
@@ -86,7 +85,7 @@ class OpenAIChatModel(HTTPProviderModel):
             )
         choice = choices[0]
         message = choice.message
-        usage = _usage(getattr(completion, "usage", None))
+        usage = openai_usage(getattr(completion, "usage", None))
         common: dict[str, Any] = {"usage": usage, "model": getattr(completion, "model", None) or self.model_name,
                                   "finish_reason": getattr(choice, "finish_reason", None)}
         if getattr(message, "refusal", None):
@@ -102,20 +101,6 @@ class OpenAIChatModel(HTTPProviderModel):
 def _dump(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     return dump() if callable(dump) else value
-
-
-def _usage(raw: Any) -> Usage:
-    if raw is None:
-        return Usage(requests=1)
-    prompt_details = getattr(raw, "prompt_tokens_details", None)
-    completion_details = getattr(raw, "completion_tokens_details", None)
-    return Usage(
-        requests=1,
-        input_tokens=getattr(raw, "prompt_tokens", 0) or 0,
-        output_tokens=getattr(raw, "completion_tokens", 0) or 0,
-        cached_tokens=(getattr(prompt_details, "cached_tokens", 0) or 0) if prompt_details else 0,
-        reasoning_tokens=(getattr(completion_details, "reasoning_tokens", 0) or 0) if completion_details else 0,
-    )
 
 
 def to_openai_messages(request: LLMRequest, extra_system: str | None) -> list[dict[str, Any]]:

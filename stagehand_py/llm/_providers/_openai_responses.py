@@ -31,8 +31,7 @@ from .._messages import (
     UserMessage,
 )
 from .._request import ComputerTool, LLMRequest, ModelResponse
-from .._usage import Usage
-from ._common import malformed_response_error, unsupported_tool_error
+from ._common import malformed_response_error, openai_usage, unsupported_tool_error
 
 __all__ = ["parse_response", "responses_params", "uses_responses_api"]
 
@@ -171,22 +170,8 @@ def parse_response(raw: Any, *, model: str, provider: str) -> ModelResponse:
         text="\n".join(texts) if texts else None,
         refusal="\n".join(refusals) if refusals else None,
         tool_calls=tuple(calls),
-        usage=_usage(getattr(raw, "usage", None)),
+        usage=openai_usage(getattr(raw, "usage", None), prompt="input", completion="output"),
         model=getattr(raw, "model", None) or model,
         finish_reason=finish,
         response_id=getattr(raw, "id", None),
-    )
-
-
-def _usage(raw: Any) -> Usage:
-    if raw is None:
-        return Usage(requests=1)
-    input_details = getattr(raw, "input_tokens_details", None)
-    output_details = getattr(raw, "output_tokens_details", None)
-    return Usage(
-        requests=1,
-        input_tokens=getattr(raw, "input_tokens", 0) or 0,
-        output_tokens=getattr(raw, "output_tokens", 0) or 0,
-        cached_tokens=(getattr(input_details, "cached_tokens", 0) or 0) if input_details else 0,
-        reasoning_tokens=(getattr(output_details, "reasoning_tokens", 0) or 0) if output_details else 0,
     )
