@@ -4,9 +4,40 @@ The public surface is what ``__all__`` lists; everything in a module whose name 
 underscore is private and may change.
 """
 
-from ._errors import *  # noqa: F403  (the tree is curated by _errors.__all__)
-from ._errors import __all__ as _error_names
-from ._stagehand import Stagehand
+from ._errors import (
+    ActionError,
+    ActionFailedError,
+    AgentError,
+    AmbiguousSelectorError,
+    AuthenticationError,
+    BadRequestError,
+    BrowserError,
+    BrowserNotFoundError,
+    CacheError,
+    CassetteError,
+    CDPError,
+    ConfigurationError,
+    ElementNotFoundError,
+    InvalidArgumentError,
+    InvalidSchemaError,
+    LLMError,
+    ModelRequestBlockedError,
+    OutputValidationError,
+    PageClosedError,
+    ProviderConnectionError,
+    ProviderError,
+    RateLimitError,
+    RefusalError,
+    ServerError,
+    SnapshotError,
+    StagehandError,
+    StagehandTimeoutError,
+    TestDoubleError,
+    UnknownVariableError,
+    UnsupportedMethodError,
+    UsageLimitExceededError,
+)
+from ._stagehand import ModelSpec, Stagehand
 from ._types import Action, ActionMethod, ActResult, Variables, VariableSpec
 from .agent import Agent, AgentEvent, AgentResult, AgentStatus, AgentStep, EvaluateResult
 from .snapshot import OutlineChunk, Snapshot
@@ -16,6 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "Stagehand",
+    "ModelSpec",
     "Snapshot",
     "OutlineChunk",
     "Action",
@@ -29,5 +61,36 @@ __all__ = [
     "AgentStep",
     "AgentEvent",
     "EvaluateResult",
-    *_error_names,
+    # the exception tree (stagehand_py._errors)
+    "StagehandError",
+    "ConfigurationError",
+    "BrowserNotFoundError",
+    "InvalidArgumentError",
+    "InvalidSchemaError",
+    "UnknownVariableError",
+    "BrowserError",
+    "PageClosedError",
+    "CDPError",
+    "SnapshotError",
+    "ActionError",
+    "ElementNotFoundError",
+    "AmbiguousSelectorError",
+    "UnsupportedMethodError",
+    "ActionFailedError",
+    "StagehandTimeoutError",
+    "LLMError",
+    "ProviderError",
+    "AuthenticationError",
+    "BadRequestError",
+    "RateLimitError",
+    "ServerError",
+    "ProviderConnectionError",
+    "OutputValidationError",
+    "RefusalError",
+    "UsageLimitExceededError",
+    "ModelRequestBlockedError",
+    "TestDoubleError",
+    "CassetteError",
+    "CacheError",
+    "AgentError",
 ]

@@ -9,26 +9,32 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 
+from playwright.async_api import Page
 from pydantic import BaseModel
 
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
 from ._types import Action, ActResult, Variables
 from .actions import install_page_helpers, placeholder_descriptions
 from .browser._cdp import PageTargets
+from .browser._session import BrowserSession, connect_browser, launch_browser
 from .cache import ActionCache
-from .llm import LLMClient, Metrics
+from .llm import LanguageModel, LLMClient, Metrics
 from .operations import act as _act
 from .operations import extract as _extract
 from .operations import observe as _observe
 from .operations._common import OperationContext
-from .browser._session import BrowserSession, connect_browser, launch_browser
 from .snapshot._capture import FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
 
 if TYPE_CHECKING:
     from .agent import Agent, EvaluateResult
 
-__all__ = ["Stagehand", "StagehandOptions"]
+__all__ = ["ModelSpec", "Stagehand", "StagehandOptions"]
+
+#: What ``model=`` takes: ``"provider/model"`` (``"openai/gpt-4.1-mini"``,
+#: ``"local/<file>.gguf"``), a configured :class:`~stagehand_py.llm.LLMClient`, or any object
+#: implementing :class:`~stagehand_py.llm.LanguageModel` (the test doubles included).
+ModelSpec = str | LLMClient | LanguageModel
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -42,7 +48,7 @@ class StagehandOptions(TypedDict, total=False):
 
     #: ``"provider/model"`` string, a model object (e.g. ``stagehand_py.testing.FunctionLLM``)
     #: or an ``LLMClient``. Default: from OPENAI_API_KEY / ANTHROPIC_API_KEY when set.
-    model: Any
+    model: ModelSpec | None
     api_key: str | None
     base_url: str | None
     #: Folder of the action cache (act/observe results replayed with no model call).
@@ -72,9 +78,9 @@ class Stagehand:
 
     def __init__(
         self,
-        page: Any,
+        page: Page,
         *,
-        model: Any = None,
+        model: ModelSpec | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -166,7 +172,7 @@ class Stagehand:
     # --- state ---------------------------------------------------------------------------
 
     @property
-    def page(self) -> Any:
+    def page(self) -> Page:
         """The Playwright ``Page`` this Stagehand drives."""
         return self._page
 
@@ -196,7 +202,7 @@ class Stagehand:
 
     # --- models and operations -----------------------------------------------------------
 
-    def _make_client(self, model: Any) -> LLMClient:
+    def _make_client(self, model: ModelSpec) -> LLMClient:
         if isinstance(model, LLMClient):
             return model
         options = {k: v for k, v in self._llm_config.items() if v is not None}
@@ -315,7 +321,7 @@ class Stagehand:
             ctx = self._context(variables, timeout)
             return await self._run("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
         if isinstance(action, str):
-            instruction = _check_instruction("act", action, required=True)
+            instruction = _required_instruction("act", action)
             ctx = self._context(variables, timeout)
             return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision))
         raise InvalidArgumentError(
@@ -360,7 +366,7 @@ class Stagehand:
     def agent(
         self,
         *,
-        model: Any = None,
+        model: ModelSpec | None = None,
         system_prompt: str | None = None,
         tools: Sequence[Any] | None = None,
         mode: Literal["dom", "cua"] = "dom",
@@ -382,7 +388,7 @@ class Stagehand:
         return Agent(self, client=client, system_prompt=system_prompt, tools=tools, mode=mode,
                      allowed_domains=allowed_domains, **options)
 
-    async def evaluate(self, question: str, *, screenshot: bool = True, model: Any = None,
+    async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:
         """Ask a judge model a yes/no question about the page: ``verdict`` is ``"yes"``, ``"no"``
         or ``"invalid"`` (the page cannot answer it), with ``reasoning``. The result is truthy
@@ -393,7 +399,7 @@ class Stagehand:
         return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot))
 
 
-def _check_instruction(what: str, instruction: Any, *, required: bool) -> str | None:
+def _check_instruction(what: str, instruction: object, *, required: bool) -> str | None:
     if instruction is None and not required:
         return None
     if not isinstance(instruction, str) or not instruction.strip():
@@ -402,3 +408,9 @@ def _check_instruction(what: str, instruction: Any, *, required: bool) -> str | 
             + ("" if required else f" Leave it out (None) to {what} without one.")
         )
     return instruction.strip()
+
+
+def _required_instruction(what: str, instruction: object) -> str:
+    checked = _check_instruction(what, instruction, required=True)
+    assert checked is not None  # required=True never returns None
+    return checked

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
 from ._stagehand import Stagehand as AsyncStagehand
-from ._stagehand import StagehandOptions
+from ._stagehand import ModelSpec, StagehandOptions
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, Variables
 from .llm import Metrics
@@ -79,7 +79,7 @@ class Stagehand:
         self,
         page: SyncPage,
         *,
-        model: Any = None,
+        model: ModelSpec | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -271,7 +271,7 @@ class Stagehand:
     def agent(
         self,
         *,
-        model: Any = None,
+        model: ModelSpec | None = None,
         system_prompt: str | None = None,
         tools: Sequence[Any] | None = None,
         mode: Literal["dom", "cua"] = "dom",
@@ -300,7 +300,7 @@ class Stagehand:
         return in_playwright_greenlet(fn, swap={id(self._core): self})
 
     def evaluate(
-        self, question: str, *, screenshot: bool = True, model: Any = None, timeout: float | None = None
+        self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None, timeout: float | None = None
     ) -> EvaluateResult:
         """Ask a judge model a yes/no question about the page; see :meth:`stagehand_py.Stagehand.evaluate`."""
         return self._run(self._core.evaluate(question, screenshot=screenshot, model=model, timeout=timeout))

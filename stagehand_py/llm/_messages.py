@@ -113,47 +113,59 @@ UserPart: TypeAlias = Annotated[TextPart | ImagePart, Field(discriminator="type"
 AssistantPart: TypeAlias = Annotated[TextPart | ToolCallPart, Field(discriminator="type")]
 
 
-def _parts(content: str | Sequence[Any]) -> tuple[Any, ...]:
-    if isinstance(content, str):
-        return (TextPart(text=content),)
-    return tuple(content)
+def _with_content(content: str | Sequence[Any], data: dict[str, Any]) -> dict[str, Any]:
+    """Keyword data for a message built positionally (``UserMessage("text")``) or by keyword."""
+    if "content" not in data:
+        data["content"] = (TextPart(text=content),) if isinstance(content, str) else tuple(content)
+    return data
 
 
-class _MessageBase(_Frozen):
-    """Lets a message be built positionally: ``UserMessage("text")`` or ``UserMessage([parts])``."""
-
-    def __init__(self, content: str | Sequence[Any] = (), /, **data: Any) -> None:
-        if "content" not in data:
-            data["content"] = _parts(content)
-        super().__init__(**data)
+# Each message class declares its own positional-content ``__init__``: type checkers synthesise a
+# keyword-only ``__init__`` for every pydantic model that does not, so the documented
+# ``SystemMessage("...")`` would be rejected by mypy and pyright in users' code.
 
 
-class SystemMessage(_MessageBase):
+class SystemMessage(_Frozen):
     """Instructions that frame the whole conversation. ``SystemMessage("You are ...")``."""
 
     role: Literal["system"] = "system"
     content: tuple[TextPart, ...]
 
+    def __init__(self, content: str | Sequence[TextPart] = (), /, **data: Any) -> None:
+        super().__init__(**_with_content(content, data))
 
-class UserMessage(_MessageBase):
-    """What the user (or the layer on its behalf) says: text and images."""
+
+class UserMessage(_Frozen):
+    """What the user (or the layer on its behalf) says: text and images.
+
+    ``UserMessage("text")`` or ``UserMessage([TextPart(text=...), ImagePart(data=...)])``.
+    """
 
     role: Literal["user"] = "user"
     content: tuple[UserPart, ...]
 
+    def __init__(self, content: str | Sequence[TextPart | ImagePart] = (), /, **data: Any) -> None:
+        super().__init__(**_with_content(content, data))
 
-class AssistantMessage(_MessageBase):
+
+class AssistantMessage(_Frozen):
     """What the model said before: text and/or tool calls."""
 
     role: Literal["assistant"] = "assistant"
     content: tuple[AssistantPart, ...]
 
+    def __init__(self, content: str | Sequence[TextPart | ToolCallPart] = (), /, **data: Any) -> None:
+        super().__init__(**_with_content(content, data))
 
-class ToolMessage(_MessageBase):
+
+class ToolMessage(_Frozen):
     """Results of the assistant's tool calls."""
 
     role: Literal["tool"] = "tool"
     content: tuple[ToolResultPart, ...]
+
+    def __init__(self, content: Sequence[ToolResultPart] = (), /, **data: Any) -> None:
+        super().__init__(**_with_content(content, data))
 
 
 Message: TypeAlias = Annotated[
