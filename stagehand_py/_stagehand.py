@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 
@@ -18,7 +18,7 @@ from .actions import install_page_helpers, placeholder_descriptions
 from .browser._cdp import PageTargets
 from .browser._session import BrowserSession, connect_browser, launch_browser
 from .cache import ActionCache
-from .llm import LanguageModel, LLMClient, Metrics
+from .llm import LanguageModel, LLMClient, Metrics, OutputMode, Profile, RetryPolicy, UsageLimits
 from .operations import act as _act
 from .operations import extract as _extract
 from .operations import observe as _observe
@@ -29,7 +29,7 @@ from .snapshot._model import Snapshot
 if TYPE_CHECKING:
     from .agent import Agent, EvaluateResult
 
-__all__ = ["ModelSpec", "Stagehand", "StagehandOptions"]
+__all__ = ["LLMOptions", "ModelSpec", "Stagehand", "StagehandOptions"]
 
 #: What ``model=`` takes: ``"provider/model"`` (``"openai/gpt-4.1-mini"``,
 #: ``"local/<file>.gguf"``), a configured :class:`~stagehand_py.llm.LLMClient`, or any object
@@ -41,6 +41,22 @@ T = TypeVar("T")
 
 #: Model used when ``model=`` is not given but a provider key is in the environment.
 DEFAULT_MODELS = {"OPENAI_API_KEY": "openai/gpt-4.1-mini", "ANTHROPIC_API_KEY": "anthropic/claude-sonnet-4-5"}
+
+
+class LLMOptions(TypedDict, total=False):
+    """More :class:`~stagehand_py.llm.LLMClient` options, for ``Stagehand(llm_options=...)``."""
+
+    output_mode: OutputMode
+    profile: Profile
+    max_reasks: int
+    max_retries: int
+    retry_policy: RetryPolicy
+    timeout: float
+    usage_limits: UsageLimits
+    inference_log_dir: str | os.PathLike[str]
+    max_output_tokens: int
+    temperature: float
+    choice_mode: bool
 
 
 class StagehandOptions(TypedDict, total=False):
@@ -60,7 +76,7 @@ class StagehandOptions(TypedDict, total=False):
     #: Seconds to wait at most for the page to settle before reading it and after acting.
     dom_settle_timeout: float
     #: More ``LLMClient`` options (``max_reasks``, ``timeout``, ``usage_limits``, ``temperature``...).
-    llm_options: Mapping[str, Any] | None
+    llm_options: LLMOptions | None
 
 
 class Stagehand:
@@ -87,7 +103,7 @@ class Stagehand:
         self_heal: bool = True,
         token_budget: int = 16_000,
         dom_settle_timeout: float = 5.0,
-        llm_options: Mapping[str, Any] | None = None,
+        llm_options: LLMOptions | None = None,
         _session: BrowserSession | None = None,
     ) -> None:
         if page is None or not hasattr(page, "context") or not hasattr(page, "goto"):
@@ -105,7 +121,7 @@ class Stagehand:
         if dom_settle_timeout <= 0:
             raise InvalidArgumentError(f"dom_settle_timeout must be a positive number of seconds, got {dom_settle_timeout!r}.")
         self._model_spec = model
-        self._llm_config = {"api_key": api_key, "base_url": base_url, **dict(llm_options or {})}
+        self._llm_config: dict[str, Any] = {"api_key": api_key, "base_url": base_url, **dict(llm_options or {})}
         self._client: LLMClient | None = None
         if model is not None:
             self._client = self._make_client(model)  # a bad model or a missing key fails here, not mid-flow

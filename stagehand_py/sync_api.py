@@ -30,7 +30,6 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterator,
-    Mapping,
     Sequence,
 )
 from types import TracebackType
@@ -40,8 +39,8 @@ from pydantic import BaseModel
 
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
+from ._stagehand import LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
-from ._stagehand import ModelSpec, StagehandOptions
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, Variables
 from .llm import Metrics
@@ -86,7 +85,7 @@ class Stagehand:
         self_heal: bool = True,
         token_budget: int = 16_000,
         dom_settle_timeout: float = 5.0,
-        llm_options: Mapping[str, Any] | None = None,
+        llm_options: LLMOptions | None = None,
         _core: AsyncStagehand | None = None,
         _playwright: SyncPlaywright | None = None,
     ) -> None:
