@@ -21,18 +21,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(HERE / "django_site")]
 
-from playwright.async_api import async_playwright  # noqa: E402
-
 from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE, launch_chromium  # noqa: E402  (tests/_browser.py: same flags as the tests)
 from _server import StaticServer  # noqa: E402
+from playwright.async_api import async_playwright  # noqa: E402
 
 DOCS_CANDIDATES = [Path("/usr/share/doc/python3-doc/html"), *Path("/usr/share/doc").glob("python3*/html")]
 TS_VERSION = "3.7.3"
@@ -85,7 +84,7 @@ async def _within(coro: Awaitable, seconds: float):
     if not done:
         task.cancel()
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # no "never retrieved"
-        raise asyncio.TimeoutError
+        raise TimeoutError
     return task.result()
 
 
@@ -331,7 +330,7 @@ async def _guard(engine: str, coro: Awaitable[Result]) -> Result:
     """A failing engine becomes an error row, so one broken engine does not hide the others."""
     try:
         return await coro
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return Result(engine, error=f"a call took over {CALL_TIMEOUT:.0f}s (--timeout)")
     except Exception as exc:
         first_line = (str(exc).splitlines() or [""])[0][:120]

@@ -21,10 +21,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from playwright.async_api import async_playwright  # noqa: E402
-
 from _browser import launch_chromium  # noqa: E402  (tests/_browser.py: same flags as the tests)
 from _server import StaticServer  # noqa: E402
+from playwright.async_api import async_playwright  # noqa: E402
+
 from stagehand_py._stagehand import Stagehand  # noqa: E402
 from stagehand_py.vision import annotated_screenshot, estimate_image_tokens  # noqa: E402
 

@@ -29,7 +29,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ _RECORD_MODES = ("none", "once", "all")
 _DEFAULT_MODEL = "openai/gpt-4.1-mini"
 _ARTIFACTS_DEFAULT = "stagehand-artifacts"
 #: The report stash key under which the call-phase report of a test is kept.
-_CALL_REPORT = pytest.StashKey["pytest.TestReport"]()
+_CALL_REPORT = pytest.StashKey[pytest.TestReport]()
 _TRAFFIC = pytest.StashKey["_ModelTraffic"]()
 _OUTLINE_REPORT_CHARS = 4000
 
@@ -280,7 +280,7 @@ def _failed(item: pytest.Item) -> bool:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if call.when == "call":
         item.stash[_CALL_REPORT] = report

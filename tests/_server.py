@@ -23,10 +23,10 @@ import mimetypes
 import posixpath
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -52,11 +52,11 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def json(cls, data: object, status: int = 200) -> "Response":
+    def json(cls, data: object, status: int = 200) -> Response:
         return cls(status, json.dumps(data), "application/json")
 
     @classmethod
-    def html(cls, text: str, status: int = 200) -> "Response":
+    def html(cls, text: str, status: int = 200) -> Response:
         return cls(status, text, "text/html; charset=utf-8")
 
 
@@ -66,13 +66,13 @@ Handler = Callable[[Request], Response]
 class Route:
     """A registered dynamic route; ``remove()`` or leave the ``with`` block to drop it."""
 
-    def __init__(self, server: "StaticServer", path: str) -> None:
+    def __init__(self, server: StaticServer, path: str) -> None:
         self._server, self.path = server, path
 
     def remove(self) -> None:
         self._server.unroute(self.path)
 
-    def __enter__(self) -> "Route":
+    def __enter__(self) -> Route:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -97,7 +97,7 @@ def _echo(req: Request) -> Response:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "StaticServer"
+    server: StaticServer
     # HTTP/1.0: one request per connection, so a slow response never blocks another one.
     protocol_version = "HTTP/1.0"
 
@@ -196,14 +196,14 @@ class StaticServer(ThreadingHTTPServer):
         if target.suffix in (".html", ".htm"):
             text = data.decode("utf-8")
             for name, value in self.substitutions.items():
-                text = text.replace("{{%s}}" % name, value)
+                text = text.replace("{{" + name + "}}", value)
             return Response.html(text)
         if ctype.startswith("text/") or ctype in ("application/javascript", "image/svg+xml"):
             ctype += "; charset=utf-8"
         return Response(200, data, ctype)
 
     # --- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "StaticServer":
+    def start(self) -> StaticServer:
         self._thread = threading.Thread(
             target=self.serve_forever, name=f"static-{self.port}", daemon=True
         )
@@ -216,7 +216,7 @@ class StaticServer(ThreadingHTTPServer):
         if self._thread:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "StaticServer":
+    def __enter__(self) -> StaticServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

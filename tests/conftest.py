@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import async_playwright
-
 from _browser import launch_chromium
 from _server import StaticServer, start_pair
+from playwright.async_api import async_playwright
 
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]

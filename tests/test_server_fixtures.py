@@ -10,9 +10,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from playwright.async_api import Error as PlaywrightError
-
 from _server import ASSETS, SLOW_ITEMS, Response
+from playwright.async_api import Error as PlaywrightError
 
 
 def _get(url: str) -> tuple[int, str]:

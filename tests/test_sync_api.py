@@ -50,7 +50,7 @@ def in_thread(fn: Callable[[], T], *, timeout: float = 120) -> T:
     def body() -> None:
         try:
             box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001  (handed back to the test thread)
+        except BaseException as exc:
             box["error"] = exc
 
     thread = threading.Thread(target=body, name="sync-api-test")

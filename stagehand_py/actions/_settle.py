@@ -142,7 +142,7 @@ class PageWatch:
             state = await self._page.main_frame.evaluate("document.readyState")
         except PlaywrightError:
             return True  # the context is being replaced: a navigation is under way
-        return state == "loading"
+        return bool(state == "loading")
 
     async def wait_for_settled(
         self,

@@ -239,7 +239,7 @@ class Run:
     def xpath_for(self, element_id: str) -> str:
         xpath_map = getattr(self.snapshot, "xpath_map", None) or {}
         xpath = xpath_map.get(element_id.strip("[] "))
-        if xpath is None:
+        if not isinstance(xpath, str):
             raise InvalidArgumentError(
                 f"element id {element_id!r} is not in the current outline; use an id shown in the latest outline."
             )
@@ -354,7 +354,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v, seen) for v in node]
         return node
 
-    return walk(schema, ())
+    inlined: dict[str, Any] = walk(schema, ())
+    return inlined
 
 
 def _visible_elements(outline: str | None, limit: int = 60) -> str:

@@ -314,7 +314,8 @@ class _StepBase(BaseModel):
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         # The tagged union is sent as anyOf (OpenAI's strict mode rejects oneOf); validation
         # still dispatches on the tag.
-        return _one_of_to_any_of(super().model_json_schema(*args, **kwargs))
+        schema: dict[str, Any] = _one_of_to_any_of(super().model_json_schema(*args, **kwargs))
+        return schema
 
 
 def _one_of_to_any_of(node: Any) -> Any:
@@ -331,7 +332,7 @@ def _call_union(tools: Sequence[Tool]) -> Any:
         create_model(
             f"call_{t.name}",
             __base__=_Args,
-            tool=(Literal[t.name], ...),  # type: ignore[valid-type]
+            tool=(Literal[t.name], ...),  # type: ignore[arg-type]  # a Literal built at run time
             args=(t.args_model, ...),
         )
         for t in tools

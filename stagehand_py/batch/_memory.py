@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -155,7 +155,7 @@ class RunMemory:
             texts = failure_notes(sample, result, log)
         else:
             return []
-        now = datetime.now(timezone.utc).isoformat()
+        now = datetime.now(UTC).isoformat()
         async with self._lock:
             known = {n.text.casefold() for n in self.notes}
             added = [MemoryNote(kind, t.strip(), sample.id, now) for t in texts if t.strip() and t.strip().casefold() not in known]

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 from urllib.parse import urlsplit
@@ -104,7 +104,7 @@ class BatchResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(STATUSES, 0)
+        counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for result in self.results.values():
             counts[result["status"]] = counts.get(result["status"], 0) + 1
         return counts
@@ -112,7 +112,7 @@ class BatchResult:
 
 def new_run_dir(evidence_dir: Path) -> Path:
     """``<evidence_dir>/run_<UTC timestamp>``, suffixed when two runs start in the same second."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path, n = evidence_dir / f"run_{stamp}", 2
     while path.exists():
         path, n = evidence_dir / f"run_{stamp}_{n}", n + 1
@@ -121,7 +121,7 @@ def new_run_dir(evidence_dir: Path) -> Path:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _missing_fields(data: Any, required: Sequence[str]) -> list[str]:
@@ -202,7 +202,7 @@ async def _run_one(
             outcome = await asyncio.wait_for(runner(ctx), timeout=spec.max_time)
             if outcome.status not in STATUSES:
                 raise ValueError(f"the sample runner returned status {outcome.status!r}, not one of {', '.join(STATUSES)}")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             outcome = SampleOutcome(status="failed", error=f"the sample took longer than max_time ({spec.max_time:g} s)")
         except Exception as exc:  # one sample's failure never stops the batch
             logger.warning("sample %s failed: %s: %s", sample.id, type(exc).__name__, exc)
@@ -282,7 +282,7 @@ async def run_batch(
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
         raise ValueError("sample ids must be unique")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240  (once, before any row starts)
     notify = on_status or (lambda sample, status: None)
     results: dict[str, dict[str, Any]] = {}
     skipped: list[str] = []

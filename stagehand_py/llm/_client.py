@@ -257,6 +257,13 @@ class LLMClient:
         max_output_tokens: int | None = ..., temperature: float | None = ...,
     ) -> GenerateResult[str]: ...
 
+    @overload
+    async def generate(
+        self, messages: str | Sequence[Message], *, purpose: str = ..., output: type[BaseModel] | dict[str, Any] | None,
+        secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
+        max_output_tokens: int | None = ..., temperature: float | None = ...,
+    ) -> GenerateResult[Any]: ...
+
     async def generate(
         self,
         messages: str | Sequence[Message],

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,7 @@ class InferenceLog:
         redactor: Redactor,
     ) -> Path | None:
         entry: dict[str, Any] = {
-            "time": datetime.now(timezone.utc).isoformat(),
+            "time": datetime.now(UTC).isoformat(),
             "model": model,
             "request": request_record(request),
             "response": None,

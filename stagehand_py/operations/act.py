@@ -28,7 +28,7 @@ from ..actions import (
     watch_page,
 )
 from ..cache import CacheEntry, ElementIdentity
-from ..llm import SystemMessage, UserMessage
+from ..llm import ImagePart, SystemMessage, UserMessage
 from ..prompts.act import (
     ActAnswer,
     act_system,
@@ -175,7 +175,7 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
         system = act_system(fence)
         user = act_user(instruction, chunk.text, fence, variables=variables,
                         part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
-        images = []
+        images: list[ImagePart] = []
         if with_image:
             system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
         actions = await ask_elements(client, system, user, ActAnswer, outline=chunk.text, fence=fence,
@@ -271,7 +271,7 @@ async def _run_cached(ctx: OperationContext, action: Action, identity: ElementId
     return await _heal_and_run(ctx, action, variables, "(cached) names a different element now")
 
 
-async def _replay(ctx: OperationContext, key, instruction: str, cached: CacheEntry,
+async def _replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry,
                   variables: Mapping[str, VariableValue]) -> ActResult:
     logger.info("act %r: replaying %d cached action(s)", instruction, len(cached.actions))
     done: list[Action] = []

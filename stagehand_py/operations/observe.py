@@ -20,7 +20,7 @@ from .._types import Action
 from ..actions import placeholders_in, wait_for_settled_dom
 from ..actions._methods import check_arity
 from ..cache import CacheEntry
-from ..llm import SystemMessage, UserMessage
+from ..llm import ImagePart, SystemMessage, UserMessage
 from ..prompts.common import Fence
 from ..prompts.observe import (
     DEFAULT_OBSERVE_INSTRUCTION,
@@ -127,7 +127,7 @@ async def observe(
         cached = ctx.cache.load_entry(key)
         if cached is not None and await _still_valid(ctx, cached):
             logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached.actions))
-            return cached.actions
+            return list(cached.actions)
     client = ctx.get_client()
     if vision is True:
         require_sight(client, "observe(vision=True)")
@@ -149,7 +149,7 @@ async def observe(
         fence = Fence()
         user = observe_user(text, chunk.text, fence, variables=variables,
                             part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
-        system, images = observe_system(fence), []
+        system, images = observe_system(fence), list[ImagePart]()
         if with_image:
             system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
         actions = await ask_elements(

@@ -90,7 +90,7 @@ def _quote(value: str) -> str:
 class _Rec:
     """A visible element or text node on its way to becoming a line."""
 
-    __slots__ = ("node_id", "xpath", "label", "url", "structural", "keep", "children", "tag")
+    __slots__ = ("children", "keep", "label", "node_id", "structural", "tag", "url", "xpath")
 
     def __init__(self, node_id: str, xpath: str, label: str, url: str | None, structural: bool, keep: bool, tag: str) -> None:
         self.node_id = node_id

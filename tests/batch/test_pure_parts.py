@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from stagehand_py import ConfigurationError
-from stagehand_py.batch import DomainRateLimiter, SampleEvidence, SampleOutcome, TaskSpec, judge, load_spec, safe_component, samples_from_csv
+from stagehand_py.batch import (
+    DomainRateLimiter,
+    SampleEvidence,
+    SampleOutcome,
+    TaskSpec,
+    judge,
+    load_spec,
+    safe_component,
+    samples_from_csv,
+)
 from stagehand_py.batch._report import write_combined_csv
 
 

@@ -11,9 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from stagehand_py.batch import DomainRateLimiter, Discovery, Sample, TaskSpec, discover_samples, run_batch, write_reports
+from stagehand_py.batch import (
+    Discovery,
+    DomainRateLimiter,
+    Sample,
+    TaskSpec,
+    discover_samples,
+    run_batch,
+    write_reports,
+)
 
 from ._scripted_runner import make_runner
+
 
 def closed_port() -> int:
     with socket.socket() as sock:

@@ -96,7 +96,7 @@ def _module(block: Block, name: str = "docs_block", *, seed: list[Block] = ()) -
     sys.modules[name] = module
     try:
         for part in (*seed, block):
-            exec(compile(part.code, f"{part.page}:{part.line}", "exec"), module.__dict__)  # noqa: S102 - our own docs
+            exec(compile(part.code, f"{part.page}:{part.line}", "exec"), module.__dict__)
     finally:
         if previous is not None:
             sys.modules[name] = previous

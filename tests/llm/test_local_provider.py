@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from stagehand_py import BadRequestError, ConfigurationError, InvalidArgumentError, ServerError
 from stagehand_py.llm import LLMClient, LocalModel, Profile, RetryPolicy, llama_cpp_server_profile
-from stagehand_py.llm._providers import _local
 from stagehand_py.llm._providers._local import amx_in_library, import_llama_cpp, models_dir, resolve_model_path
 from stagehand_py.testing import FunctionLLM
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 import stagehand_py.llm as llm
 import stagehand_py.testing as testing
-from stagehand_py import ConfigurationError, LLMError, ModelRequestBlockedError, OutputValidationError
+from stagehand_py import ConfigurationError, LLMError, ModelRequestBlockedError, OutputValidationError, StagehandError
 from stagehand_py.llm import ImagePart, LLMClient, LLMRequest, ModelResponse, TextPart, UserMessage
 from stagehand_py.testing import FunctionLLM, ScriptedLLM, block_model_requests, capture_requests
 
@@ -90,7 +90,7 @@ async def test_capture_requests_records_requests_responses_and_errors() -> None:
         await client.generate("first", purpose="extract", output=Book)
         with capture_requests() as inner:
             await client.generate("second", purpose="observe", output=Book)
-        with pytest.raises(Exception):
+        with pytest.raises(StagehandError):
             await client.generate("third", purpose="act", output=Book)  # script ran out
     await LLMClient(FunctionLLM(lambda r: "t")).generate("outside")
     assert [c.request.purpose for c in outer] == ["extract", "extract", "observe", "act"]

@@ -10,7 +10,6 @@ return exactly one node: the canonical form is standard XPath, not a private dia
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from stagehand_py.browser._cdp import CDPSession, PageTargets
 
@@ -44,7 +43,7 @@ def split_hops(xpath: str) -> list[tuple[str, list[str]]]:
         if token == "":
             segments.append(("shadow", []))
             continue
-        kind, steps = segments[-1]
+        _kind, steps = segments[-1]
         if steps and re.fullmatch(r"i?frame\[\d+\]", steps[-1]):
             segments.append(("frame", [token]))
             continue

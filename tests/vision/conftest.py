@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from _server import StaticServer
 
 DOCS = Path("/usr/share/doc/python3-doc/html")

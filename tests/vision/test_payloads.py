@@ -7,12 +7,11 @@ import base64
 import io
 import json
 
+from llm._fake_provider import anthropic_message, chat_completion
 from PIL import Image
 
 from stagehand_py._stagehand import Stagehand
 from stagehand_py.llm import LLMClient, RetryPolicy
-
-from llm._fake_provider import anthropic_message, chat_completion
 
 NOTHING = {"elements": [], "opens_options": False}
 FAST = RetryPolicy(max_retries=0)

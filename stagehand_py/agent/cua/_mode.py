@@ -71,7 +71,7 @@ class CuaMode:
         vw, vh = int(viewport["width"]), int(viewport["height"])
         scale = ScreenGeometry.fit((vw, vh), self.target)
         if scale >= 1.0:
-            data = await page.screenshot(type="png", scale="css")
+            data: bytes = await page.screenshot(type="png", scale="css")
         else:
             # Page.captureScreenshot scales the clip itself: no image library needed.
             import base64
@@ -85,7 +85,7 @@ class CuaMode:
                 })
             finally:
                 await cdp.detach()
-            data = base64.b64decode(shot["data"])
+            data = base64.b64decode(str(shot["data"]))
         sw, sh = png_size(data)
         self.geometry = ScreenGeometry(vw, vh, sw, sh)
         return data

@@ -158,7 +158,8 @@ class NativeComputerUse:
         session.feedback = []
         session.previous_id = answer.response_id
         if self.provider == "anthropic":
-            reply = [*([TextPart(text=answer.text)] if answer.text else []), *answer.tool_calls]
+            reply: list[TextPart | ToolCallPart] = [*([TextPart(text=answer.text)] if answer.text else []),
+                                                    *answer.tool_calls]
             session.history = [*conversation, *([AssistantMessage(reply)] if reply else [])]
         run.usage = run.usage + answer.usage
         await run.emit("model_usage", answer.usage.model_dump(mode="json"))

@@ -13,13 +13,13 @@ import httpx2
 
 from ..._errors import (
     AuthenticationError,
-    InvalidArgumentError,
-    StagehandError,
     BadRequestError,
+    InvalidArgumentError,
     ProviderConnectionError,
     ProviderError,
     RateLimitError,
     ServerError,
+    StagehandError,
 )
 from .._hooks import active_transport
 from .._messages import ImagePart, ToolResultPart
@@ -65,8 +65,8 @@ def _class_for(status: int) -> type[ProviderError]:
 def _detail(body: Any, fallback: str) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
+        if isinstance(err, dict) and isinstance(message := err.get("message"), str):
+            return message
         if isinstance(err, str):
             return err
     if isinstance(body, str) and body.strip():
@@ -206,7 +206,7 @@ class HTTPProviderModel:
         params = self.build_params(request)
         try:
             raw = await self._create(params)
-        except (*self._sdk_errors, json.JSONDecodeError) as exc:
+        except (*self._sdk_errors, json.JSONDecodeError) as exc:  # type: ignore[misc]  # mypy can't see a starred tuple of exception types
             own = own_error(exc)
             if own is not None:
                 raise own from None
