@@ -26,7 +26,7 @@ from _server import StaticServer  # noqa: E402
 from playwright.async_api import async_playwright  # noqa: E402
 
 from stagehand_py._stagehand import Stagehand  # noqa: E402
-from stagehand_py.vision import annotated_screenshot, estimate_image_tokens  # noqa: E402
+from stagehand_py._vision import annotated_screenshot, estimate_image_tokens  # noqa: E402
 
 DOCS = Path("/usr/share/doc/python3-doc/html")
 # name -> ("assets" | "docs", path)

@@ -19,8 +19,7 @@ from typing import Any
 from _local_site import serve_site
 from _model_config import HOW_TO_CONFIGURE, pick_model
 
-from stagehand_py import Action, Stagehand, Variables
-from stagehand_py.actions import placeholders_in
+from stagehand_py import Action, Stagehand, Variables, placeholders_in
 
 FORM_XPATH = "xpath=/html[1]/body[1]/main[1]/form[1]/"
 

@@ -1,9 +1,13 @@
 """stagehand_py: drive a real browser from Python with natural language.
 
-The public surface is what ``__all__`` lists; everything in a module whose name starts with an
-underscore is private and may change.
+The public surface is what ``__all__`` lists here, plus the public subpackages
+``stagehand_py.llm``, ``stagehand_py.agent``, ``stagehand_py.testing``, ``stagehand_py.batch``,
+``stagehand_py.sync_api`` and ``stagehand_py.pytest_plugin``. Everything whose name starts with an
+underscore (``_operations``, ``_actions``, ``_prompts``, ``_vision``, ``_cache`` and every
+``_module``) is private and may change without notice.
 """
 
+from ._actions import placeholders_in
 from ._errors import (
     ActionError,
     ActionFailedError,
@@ -37,8 +41,9 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
-from ._stagehand import ModelSpec, Stagehand
+from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
 from ._types import Action, ActionMethod, ActResult, Variables, VariableSpec
+from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from .agent import Agent, AgentEvent, AgentResult, AgentStatus, AgentStep, EvaluateResult
 from .snapshot import OutlineChunk, Snapshot
 
@@ -48,6 +53,8 @@ __all__ = [
     "__version__",
     "Stagehand",
     "ModelSpec",
+    "StagehandOptions",
+    "LLMOptions",
     "Snapshot",
     "OutlineChunk",
     "Action",
@@ -55,12 +62,16 @@ __all__ = [
     "ActResult",
     "Variables",
     "VariableSpec",
+    "placeholders_in",
     "Agent",
     "AgentResult",
     "AgentStatus",
     "AgentStep",
     "AgentEvent",
     "EvaluateResult",
+    "DomConfidence",
+    "measure_dom_confidence",
+    "LOW_CONFIDENCE",
     # the exception tree (stagehand_py._errors)
     "StagehandError",
     "ConfigurationError",

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, over
 from playwright.async_api import Page
 from pydantic import BaseModel
 
+from ._actions import install_page_helpers, placeholder_descriptions
+from ._cache import ActionCache
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._operations import act as _act
+from ._operations import extract as _extract
+from ._operations import observe as _observe
+from ._operations._common import OperationContext
 from ._types import Action, ActResult, Variables
-from .actions import install_page_helpers, placeholder_descriptions
 from .browser._cdp import PageTargets
 from .browser._session import BrowserSession, connect_browser, launch_browser
-from .cache import ActionCache
 from .llm import LanguageModel, LLMClient, Metrics, OutputMode, Profile, RetryPolicy, UsageLimits
-from .operations import act as _act
-from .operations import extract as _extract
-from .operations import observe as _observe
-from .operations._common import OperationContext
 from .snapshot._capture import FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
 

@@ -22,6 +22,8 @@ TOP_LEVEL = {
     "__version__",
     "Stagehand",
     "ModelSpec",
+    "StagehandOptions",
+    "LLMOptions",
     "Snapshot",
     "OutlineChunk",
     "Action",
@@ -29,12 +31,16 @@ TOP_LEVEL = {
     "ActResult",
     "Variables",
     "VariableSpec",
+    "placeholders_in",
     "Agent",
     "AgentResult",
     "AgentStatus",
     "AgentStep",
     "AgentEvent",
     "EvaluateResult",
+    "DomConfidence",
+    "measure_dom_confidence",
+    "LOW_CONFIDENCE",
     *_errors.__all__,
 }
 
@@ -77,3 +83,13 @@ def test_the_control_a_computed_all_is_caught(tmp_path: Path) -> None:
     node = ast.parse(source).body[1]
     assert isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
     assert not all(isinstance(e, ast.Constant) for e in node.value.elts)
+
+
+#: The packages users may import from; every other package's name starts with an underscore.
+PUBLIC_PACKAGES = {"agent", "batch", "llm", "snapshot", "testing", "browser"}
+
+
+def test_internal_packages_are_behind_underscores() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    exposed = sorted(name for name in packages - PUBLIC_PACKAGES if not name.startswith("_"))
+    assert not exposed, f"packages importable as if public: {exposed}; rename them with a leading underscore"

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from .._errors import InvalidArgumentError, StagehandError
+from .._prompts.agent import judge_messages
+from .._prompts.common import Fence
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ..prompts.agent import judge_messages
-from ..prompts.common import Fence
 from ._types import EvaluateResult
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
 
+from .._actions import placeholder_descriptions, secret_values
 from .._errors import (
     ActionFailedError,
     AgentError,
@@ -37,11 +38,10 @@ from .._errors import (
     TestDoubleError,
     UsageLimitExceededError,
 )
+from .._prompts import agent as P
+from .._prompts.common import Fence
 from .._types import Action, Variables
-from ..actions import placeholder_descriptions, secret_values
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, Usage, UserMessage
-from ..prompts import agent as P
-from ..prompts.common import Fence
 from ._domains import DomainGuard
 from ._hygiene import (
     FailureTracker,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from .._errors import InvalidArgumentError
+from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 from .._types import Action, ActionMethod
-from ..prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 
 if TYPE_CHECKING:
     from ._loop import Run

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._prompts.batch import SAVE_SCREENSHOT_DESCRIPTION, sample_instruction
 from .._stagehand import Stagehand
-from ..prompts.batch import SAVE_SCREENSHOT_DESCRIPTION, sample_instruction
 from ._runner import SampleContext, SampleOutcome, SampleRunner
 
 __all__ = ["make_agent_runner"]

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import StagehandError, TestDoubleError
 from .._logging import logger
+from .._prompts.batch import MEMORY_PATTERNS_DESCRIPTION, memory_distill_messages
+from .._prompts.common import Fence
 from ..llm import LLMClient, SystemMessage, UserMessage
-from ..prompts.batch import MEMORY_PATTERNS_DESCRIPTION, memory_distill_messages
-from ..prompts.common import Fence
 from ._evidence import atomic_write_json
 from ._spec import Sample, TaskSpec
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._errors import ConfigurationError
 from .._logging import logger
+from .._prompts.batch import PLAN_FIELD_DESCRIPTIONS as D
+from .._prompts.batch import plan_messages
 from ..llm import LLMClient, SystemMessage, UserMessage
-from ..prompts.batch import PLAN_FIELD_DESCRIPTIONS as D
-from ..prompts.batch import plan_messages
 from ._evidence import atomic_write_bytes, atomic_write_json
 from ._spec import Discovery, Sample, TaskSpec, sample_from_url
 

@@ -27,7 +27,7 @@ from .._errors import (
     RefusalError,
     StagehandError,
 )
-from ..prompts.llm import reask_message
+from .._prompts.llm import reask_message
 from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
 from ._inference_log import InferenceLog
 from ._messages import (

@@ -18,7 +18,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .._errors import InvalidSchemaError, RefusalError
-from ..prompts.llm import not_a_choice
+from .._prompts.llm import not_a_choice
 from ._request import ModelResponse
 
 __all__ = ["InvalidOutput", "OutputSpec", "check_json_schema", "parse_json_text", "validation_errors"]

@@ -20,8 +20,8 @@ from typing import Any
 
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
+from .._vision._confidence import measure_over_cdp
 from ..browser._cdp import CDPSession, PageTargets, loads_json
-from ..vision._confidence import measure_over_cdp
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, TEXT_INDEX_KEY, VISIBLE, ElementInfo, build_outline
 
@@ -381,7 +381,7 @@ async def capture_snapshot(
 ) -> Snapshot:
     """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`.
 
-    ``confidence=True`` also measures the DOM-confidence score (see :mod:`stagehand_py.vision`)
+    ``confidence=True`` also measures the DOM-confidence score (see :mod:`stagehand_py._vision`)
     right after the walk, while Chrome's accessibility cache is warm.
     """
     started = time.perf_counter()

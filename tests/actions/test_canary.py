@@ -10,8 +10,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from stagehand_py import Action, ActionFailedError, StagehandError, StagehandTimeoutError
-from stagehand_py.actions import execute_action
-from stagehand_py.actions._translate import safe_cause, translate_error
+from stagehand_py._actions import execute_action
+from stagehand_py._actions._translate import safe_cause, translate_error
 
 CANARY = "CANARY-7f3a9c"
 VARIABLES = {"password": {"value": CANARY, "description": "the account password"}, "user": "ada"}

@@ -14,7 +14,7 @@ from stagehand_py import (
     PageClosedError,
     StagehandTimeoutError,
 )
-from stagehand_py.actions import execute_action
+from stagehand_py._actions import execute_action
 
 # Counts events per element id into window.events["id:type"].
 COUNTER = """<script>

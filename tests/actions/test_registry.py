@@ -15,7 +15,7 @@ from stagehand_py import (
     UnknownVariableError,
     UnsupportedMethodError,
 )
-from stagehand_py.actions import (
+from stagehand_py._actions import (
     KNOWN_METHODS,
     METHODS,
     _resolve,
@@ -38,7 +38,7 @@ def test_registry_covers_action_method_exactly() -> None:
 
 def test_js_files_share_the_shadow_store_key() -> None:
     for name in ("_resolver.js", "_shadow_init.js"):
-        source = resources.files("stagehand_py.actions").joinpath(name).read_text()
+        source = resources.files("stagehand_py._actions").joinpath(name).read_text()
         assert re.search(r'const KEY = "([^"]+)"', source).group(1) == _resolve.SHADOW_STORE_KEY
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stagehand_py import Action, AmbiguousSelectorError, ElementNotFoundError, InvalidArgumentError
-from stagehand_py.actions import execute_action, install_page_helpers, resolve_element
+from stagehand_py._actions import execute_action, install_page_helpers, resolve_element
 
 INNER = "/html[1]/body[1]/iframe[1]/html[1]/body[1]/iframe[1]/html[1]/body[1]"
 
@@ -97,7 +97,7 @@ async def test_install_is_idempotent(page, server) -> None:
     before = await page.evaluate("() => { window.__attach = Element.prototype.attachShadow; return Element.prototype.attachShadow.name; }")
     await install_page_helpers(page)
     for frame in page.frames:  # evaluating the script itself again is a no-op too
-        from stagehand_py.actions._js import load_js
+        from stagehand_py._actions._js import load_js
 
         await frame.evaluate(load_js("_shadow_init.js"))
     assert before == "attachShadow"

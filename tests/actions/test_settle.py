@@ -7,7 +7,7 @@ import time
 from _server import Response
 
 from stagehand_py import Action
-from stagehand_py.actions import execute_action, wait_for_settled_dom, watch_page
+from stagehand_py._actions import execute_action, wait_for_settled_dom, watch_page
 
 FETCH_AFTER_LOAD = """<!DOCTYPE html><title>after load</title><p id='s'>waiting</p>
 <script>

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from stagehand_py.actions import install_page_helpers, resolve_element
+from stagehand_py._actions import install_page_helpers, resolve_element
 
 capture = pytest.importorskip("stagehand_py.snapshot._capture")
 cdp = pytest.importorskip("stagehand_py.browser._cdp")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stagehand_py import InvalidArgumentError, UnknownVariableError
-from stagehand_py.actions import placeholder_descriptions, placeholders_in, secret_values, substitute
+from stagehand_py._actions import placeholder_descriptions, placeholders_in, secret_values, substitute
 
 
 def test_replaces_exact_tokens_one_output_per_input() -> None:

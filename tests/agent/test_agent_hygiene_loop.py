@@ -8,8 +8,8 @@ import socket
 from pydantic import BaseModel
 
 from stagehand_py import Stagehand
+from stagehand_py._prompts.agent import FORCED_FINISH, LAST_STEP
 from stagehand_py.llm import ImagePart
-from stagehand_py.prompts.agent import FORCED_FINISH, LAST_STEP
 
 from ._script import AgentScript, call
 

@@ -23,8 +23,8 @@ from ._llama import require_llama
 MODEL = require_llama(server=True)
 
 from stagehand_py import BadRequestError, ServerError  # noqa: E402
+from stagehand_py._prompts.choice import choice_schema  # noqa: E402
 from stagehand_py.llm import LLMClient, Profile, RetryPolicy, SystemMessage, UserMessage, llama_cpp_server_profile  # noqa: E402
-from stagehand_py.prompts.choice import choice_schema  # noqa: E402
 
 NO_RETRY = RetryPolicy(max_retries=0)
 N_CTX = 1024

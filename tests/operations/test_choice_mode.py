@@ -8,10 +8,10 @@ import json
 import re
 
 from stagehand_py import Stagehand
+from stagehand_py._operations._choice import candidates, elements_from_choices
+from stagehand_py._prompts.choice import NO_CHOICE, choice_schema
+from stagehand_py._prompts.common import Fence
 from stagehand_py.llm import LLMRequest
-from stagehand_py.operations._choice import candidates, elements_from_choices
-from stagehand_py.prompts.choice import NO_CHOICE, choice_schema
-from stagehand_py.prompts.common import Fence
 from stagehand_py.testing import FunctionLLM, ScriptedLLM
 
 from ._ops import last_user, request_tokens
@@ -188,7 +188,7 @@ async def test_plain_mode_is_unchanged_without_the_option(page, server) -> None:
 
 
 def test_choices_are_cut_from_the_end_until_the_request_fits() -> None:
-    from stagehand_py.operations._choice import _fit
+    from stagehand_py._operations._choice import _fit
 
     choices = {f"button: B{i} [0-{i}]": f"0-{i}" for i in range(100)}
     kept = _fit(choices, lambda lines: 10 * len(lines), 455)

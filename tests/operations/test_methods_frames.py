@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stagehand_py import Stagehand
-from stagehand_py.actions import install_page_helpers
+from stagehand_py._actions import install_page_helpers
 from stagehand_py.testing import FunctionLLM
 
 from ._ops import element, find_id

@@ -20,7 +20,7 @@ from stagehand_py import (
     StagehandTimeoutError,
     UnsupportedMethodError,
 )
-from stagehand_py.prompts.common import Fence, fence_rules
+from stagehand_py._prompts.common import Fence, fence_rules
 from stagehand_py.testing import FunctionLLM, ScriptedLLM, capture_requests
 
 from ._ops import element, find_id, first_user, prompt_text, request_tokens

@@ -8,10 +8,10 @@ import io
 import pytest
 from PIL import Image
 
+from stagehand_py._actions import resolve_element
 from stagehand_py._stagehand import Stagehand
-from stagehand_py.actions import resolve_element
-from stagehand_py.vision import actionable_ids, annotated_screenshot, page_screenshot
-from stagehand_py.vision._image import PALETTE
+from stagehand_py._vision import actionable_ids, annotated_screenshot, page_screenshot
+from stagehand_py._vision._image import PALETTE
 
 
 async def _snapshot(page):

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from stagehand_py._errors import InvalidArgumentError
-from stagehand_py.vision import Box, Screenshot, actionable_ids, estimate_image_tokens
-from stagehand_py.vision._image import PALETTE, draw_boxes, encode_smallest, fit_image, fit_scale
+from stagehand_py._vision import Box, Screenshot, actionable_ids, estimate_image_tokens
+from stagehand_py._vision._image import PALETTE, draw_boxes, encode_smallest, fit_image, fit_scale
 
 
 def test_token_estimates_follow_the_providers_rules() -> None:

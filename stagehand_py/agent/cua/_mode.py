@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...actions import substitute
-from ...prompts.agent import cua_system_prompt
-from ...prompts.common import Fence
+from ..._actions import substitute
+from ..._prompts.agent import cua_system_prompt
+from ..._prompts.common import Fence
 from .._hygiene import page_signature
 from .._tools import (
     FailArgs,

@@ -20,6 +20,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._errors import InvalidArgumentError, StagehandError
+from ..._prompts import agent as P
+from ..._prompts.common import Fence
 from ...llm import (
     AssistantMessage,
     ComputerTool,
@@ -33,8 +35,6 @@ from ...llm import (
     UserMessage,
 )
 from ...llm._messages import PendingSafetyCheck, ToolCallPart
-from ...prompts import agent as P
-from ...prompts.common import Fence
 from .._tools import ToolOutcome, ToolSet, done_args_model
 from .._types import SafetyCheck
 from ._actions import CuaAction, from_anthropic, from_openai

@@ -16,7 +16,7 @@ from typing import Any
 
 import anthropic
 
-from ...prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
+from ..._prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from .._request import ANTHROPIC_COMPUTER_BETAS, ComputerTool, LLMRequest, ModelResponse
 from .._usage import Usage

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._errors import BadRequestError, ConfigurationError, InvalidArgumentError, ProviderError
-from ...prompts.llm import prompted_json_instructions
+from ..._prompts.llm import prompted_json_instructions
 from .._messages import ImagePart
 from .._profiles import Profile, default_profile
 from .._request import LLMRequest, ModelResponse

@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 
-from ...prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
+from ..._prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from .._request import LLMRequest, ModelResponse
 from ._common import HTTPProviderModel, malformed_response_error, openai_usage

@@ -2,13 +2,13 @@
 
 When the client's :attr:`~stagehand_py.llm.LLMClient.choice_mode` is on, the answer schema's
 ``element`` is an enum of the chunk's actionable elements written ``"button: Log in [0-11]"``
-(see :mod:`stagehand_py.prompts.choice`). The chosen line is mapped back to its id here and
+(see :mod:`stagehand_py._prompts.choice`). The chosen line is mapped back to its id here and
 the answer becomes the ordinary :class:`ObserveAnswer`/:class:`ActAnswer`, so the checks,
 re-asks and Actions downstream are the same in both modes.
 
 Budget: the choices repeat the chunk's actionable lines (in the user message and, in the
 schema, once more), so choice mode gives each chunk a third of the page budget
-(:func:`~stagehand_py.operations._common.chunk_budget` with ``choice=True``) and, as a safety
+(:func:`~stagehand_py._operations._common.chunk_budget` with ``choice=True``) and, as a safety
 net, drops choices from the end until the request fits the token budget.
 """
 
@@ -22,16 +22,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from .._errors import ConfigurationError
+from .._prompts.act import ActAnswer
+from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_block
+from .._prompts.common import Fence
+from .._prompts.observe import ObservedElement
 from ..llm import ImagePart, LLMClient, SystemMessage, UserMessage
-from ..prompts.act import ActAnswer
-from ..prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_block
-from ..prompts.common import Fence
-from ..prompts.observe import ObservedElement
 from ._common import ask, prompt_tokens, reask_reserve
 
 __all__ = ["ACTIONABLE_ROLES", "ask_elements", "candidates", "elements_from_choices"]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 T = TypeVar("T")
 
@@ -104,7 +104,7 @@ async def ask_elements(
     check: Callable[[Any], tuple[list[str], list[T]]],
     images: Sequence[ImagePart] = (),
 ) -> list[T]:
-    """:func:`~stagehand_py.operations._common.ask` for an element answer (``ObserveAnswer`` or
+    """:func:`~stagehand_py._operations._common.ask` for an element answer (``ObserveAnswer`` or
     ``ActAnswer``), in choice mode when the client asks for it.
 
     ``outline`` is the page text shown in ``user`` (its actionable lines become the choices);

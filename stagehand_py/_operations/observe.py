@@ -7,7 +7,7 @@ per request, best first, until one yields elements, at most :data:`MAX_PARTS` re
 Without an instruction the chunks keep page order (the top of the page first).
 
 Choice mode (``LLMClient.choice_mode``, on for local models): the model picks among the chunk's
-actionable lines instead of writing ids; see :mod:`stagehand_py.operations._choice`.
+actionable lines instead of writing ids; see :mod:`stagehand_py._operations._choice`.
 """
 
 from __future__ import annotations
@@ -15,20 +15,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from .._actions import placeholders_in, wait_for_settled_dom
+from .._actions._methods import check_arity
+from .._cache import CacheEntry
 from .._errors import InvalidArgumentError
-from .._types import Action
-from ..actions import placeholders_in, wait_for_settled_dom
-from ..actions._methods import check_arity
-from ..cache import CacheEntry
-from ..llm import ImagePart, SystemMessage, UserMessage
-from ..prompts.common import Fence
-from ..prompts.observe import (
+from .._prompts.common import Fence
+from .._prompts.observe import (
     DEFAULT_OBSERVE_INSTRUCTION,
     ObserveAnswer,
     ObservedElement,
     observe_system,
     observe_user,
 )
+from .._types import Action
+from ..llm import ImagePart, SystemMessage, UserMessage
 from ..snapshot import Snapshot
 from ._choice import ask_elements
 from ._common import (
@@ -53,7 +53,7 @@ from ._vision import (
 
 __all__ = ["MAX_PARTS", "check_elements", "observe", "page_outline", "settle"]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 #: At most this many chunks of a large page are tried before observe()/act() give up.
 MAX_PARTS = 3
@@ -119,7 +119,7 @@ async def observe(
     vision: VisionMode = "auto",
 ) -> list[Action]:
     """See the module docstring; ``variables`` are the placeholder descriptions (no values);
-    ``vision`` as in :mod:`stagehand_py.operations._vision`."""
+    ``vision`` as in :mod:`stagehand_py._operations._vision`."""
     check_vision(vision, "observe")
     key = None
     if ctx.cache is not None and instruction:
@@ -169,8 +169,8 @@ async def observe(
 async def _still_valid(ctx: OperationContext, entry: CacheEntry) -> bool:
     """True when every cached selector still names exactly one element (a quick check, no waiting)
     and, where the entry knows it, the element it was cached for (role and name)."""
+    from .._actions import resolve_element
     from .._errors import ActionError
-    from ..actions import resolve_element
 
     for action, identity in zip(entry.actions, entry.elements, strict=True):
         if identity is not None:

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from .._actions import secret_values
+from .._actions._variables import _value_of
+from .._cache import ElementIdentity
 from .._errors import OutputValidationError
+from .._prompts.llm import prompted_json_instructions, reask_message
 from .._types import Action, VariableValue
-from ..actions import secret_values
-from ..actions._variables import _value_of
-from ..cache import ElementIdentity
 from ..llm import (
     AssistantMessage,
     ImagePart,
@@ -33,7 +34,6 @@ from ..llm import (
     UserMessage,
 )
 from ..llm._structured import OutputSpec
-from ..prompts.llm import prompted_json_instructions, reask_message
 from ..snapshot import OutlineChunk, Snapshot, estimate_tokens, split_outline
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "to_action",
 ]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 T = TypeVar("T")
 

@@ -19,17 +19,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .._errors import ActionFailedError, ElementNotFoundError, StagehandTimeoutError
-from .._types import Action, ActResult, VariableValue
-from ..actions import (
+from .._actions import (
     DEFAULT_TIMEOUT,
     execute_action,
     placeholder_descriptions,
     watch_page,
 )
-from ..cache import CacheEntry, ElementIdentity
-from ..llm import ImagePart, SystemMessage, UserMessage
-from ..prompts.act import (
+from .._cache import CacheEntry, ElementIdentity
+from .._errors import ActionFailedError, ElementNotFoundError, StagehandTimeoutError
+from .._prompts.act import (
     ActAnswer,
     act_system,
     act_user,
@@ -37,8 +35,10 @@ from ..prompts.act import (
     heal_system,
     heal_user,
 )
-from ..prompts.common import Fence
-from ..prompts.observe import ObserveAnswer
+from .._prompts.common import Fence
+from .._prompts.observe import ObserveAnswer
+from .._types import Action, ActResult, VariableValue
+from ..llm import ImagePart, SystemMessage, UserMessage
 from ..snapshot import Snapshot
 from ._choice import ask_elements
 from ._common import (
@@ -60,7 +60,7 @@ from .observe import MAX_PARTS, check_elements, page_outline, settle
 
 __all__ = ["act_action", "act_instruction"]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 #: With self-heal available, the first try waits this long for the element before healing.
 HEAL_PROBE_TIMEOUT = 2.0

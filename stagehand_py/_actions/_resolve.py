@@ -49,7 +49,7 @@ __all__ = [
     "resolve_element",
 ]
 
-logger = logging.getLogger("stagehand_py.actions")
+logger = logging.getLogger("stagehand_py._actions")
 
 #: Seconds an action (resolution included) may take unless the caller says otherwise.
 DEFAULT_TIMEOUT = 10.0

@@ -32,7 +32,7 @@ from ._variables import placeholders_in, secret_values, substitute
 
 __all__ = ["execute_action"]
 
-logger = logging.getLogger("stagehand_py.actions")
+logger = logging.getLogger("stagehand_py._actions")
 
 
 def _remaining_ms(deadline: float) -> float:

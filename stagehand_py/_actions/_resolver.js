@@ -1,6 +1,6 @@
 // Resolves one frame-segment of a selector inside the document it is evaluated in.
 //
-// Evaluated by Python (stagehand_py/actions/_resolve.py) with Frame.evaluate_handle; it returns
+// Evaluated by Python (stagehand_py/_actions/_resolve.py) with Frame.evaluate_handle; it returns
 // the element on success (an ElementHandle on the Python side) and a plain failure object
 // otherwise, so a successful resolution costs exactly one round trip per frame.
 //

@@ -23,10 +23,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from .._errors import InvalidSchemaError, OutputValidationError
-from ..llm import SystemMessage, UserMessage
-from ..llm._structured import check_json_schema, validation_errors
-from ..prompts.common import Fence
-from ..prompts.extract import (
+from .._prompts.common import Fence
+from .._prompts.extract import (
     DATA_DESCRIPTION,
     DEFAULT_EXTRACT_INSTRUCTION,
     EXTRACTION_DESCRIPTION,
@@ -35,6 +33,8 @@ from ..prompts.extract import (
     extract_system,
     extract_user,
 )
+from ..llm import SystemMessage, UserMessage
+from ..llm._structured import check_json_schema, validation_errors
 from ..snapshot import Snapshot
 from ._common import OperationContext, ask, chunk_budget, element_id, pieces
 from ._vision import require_sight, with_page_screenshot
@@ -42,7 +42,7 @@ from .observe import page_outline, settle
 
 __all__ = ["extract", "map_urls", "merge", "to_wire_schema"]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 _URL_FORMATS = frozenset({"uri", "iri", "uri-reference", "iri-reference", "url"})
 _DEFAULT_SCHEMA: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """Vision for observe/act/extract: when to add a screenshot, and adding it to a request.
 
 ``vision="auto"`` (default): the first request carries an annotated screenshot when the page's
-DOM confidence is below :data:`~stagehand_py.vision.LOW_CONFIDENCE`; otherwise, when the
+DOM confidence is below :data:`~stagehand_py._vision.LOW_CONFIDENCE`; otherwise, when the
 model finds no element in the outline, one more request carries it (the fallback). ``True``:
 every request carries it. ``False``: never. A model without image input
 (``profile.supports_images=False``) is an error with ``True`` and skips vision with ``"auto"``.
@@ -14,16 +14,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from .._errors import ConfigurationError, InvalidArgumentError
+from .._prompts.common import Fence
+from .._prompts.vision import EXTRACT_SCREENSHOT_NOTE, VISION_SYSTEM_NOTE, screenshot_legend
+from .._vision import LOW_CONFIDENCE, annotated_screenshot, page_screenshot
 from ..llm import ImagePart, LLMClient
-from ..prompts.common import Fence
-from ..prompts.vision import EXTRACT_SCREENSHOT_NOTE, VISION_SYSTEM_NOTE, screenshot_legend
 from ..snapshot import Snapshot
-from ..vision import LOW_CONFIDENCE, annotated_screenshot, page_screenshot
 
 __all__ = ["VisionMode", "check_vision", "model_sees", "plan_requests", "require_sight", "with_annotated_screenshot",
            "with_page_screenshot"]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 VisionMode: TypeAlias = Literal["auto"] | bool
 T = TypeVar("T")

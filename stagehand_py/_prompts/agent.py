@@ -2,8 +2,8 @@
 the consolidation request, the judge.
 
 Page content (outlines, tool results that quote the page, extracted data) is always wrapped
-in a :class:`~stagehand_py.prompts.common.Fence` made for the request; the system prompts
-include :func:`~stagehand_py.prompts.common.fence_rules` for that fence.
+in a :class:`~stagehand_py._prompts.common.Fence` made for the request; the system prompts
+include :func:`~stagehand_py._prompts.common.fence_rules` for that fence.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ __all__ = [
     "watch_page",
 ]
 
-logger = logging.getLogger("stagehand_py.actions")
+logger = logging.getLogger("stagehand_py._actions")
 
 DEFAULT_QUIET_MS: Final = 500
 DEFAULT_SETTLE_TIMEOUT_MS: Final = 5_000

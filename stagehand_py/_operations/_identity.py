@@ -4,9 +4,9 @@ A page can change so that a cached XPath still resolves, to exactly one element,
 different one (a wrapper inserted before a form makes ``form[1]/input[1]`` the password field).
 Resolving is then no proof, so every cached action carries the identity of the element it was
 planned on: the role and accessible name of its outline line in the snapshot the model chose
-it from (see :class:`~stagehand_py.cache.ElementIdentity`). Values (``value="..."``) and state
+it from (see :class:`~stagehand_py._cache.ElementIdentity`). Values (``value="..."``) and state
 flags (``[checked]``, ``[focused]``, ...) are not part of it: they change with use, and values
-may be secret. Names are redacted like prompts (:func:`~stagehand_py.operations._common.redact_text`).
+may be secret. Names are redacted like prompts (:func:`~stagehand_py._operations._common.redact_text`).
 
 Before a cached action runs, :func:`identity_matches` resolves its XPath (waiting briefly for
 the element), takes a snapshot scoped to that element (the whole page only when the scoped one
@@ -21,10 +21,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from .._actions import resolve_element
+from .._cache import ElementIdentity
 from .._errors import ActionError, CDPError, InvalidArgumentError, SnapshotError
 from .._types import Action, VariableValue
-from ..actions import resolve_element
-from ..cache import ElementIdentity
 from ..snapshot import Snapshot
 from ._common import redact_text
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["identity_in", "identity_matches", "remember"]
 
-logger = logging.getLogger("stagehand_py.operations")
+logger = logging.getLogger("stagehand_py._operations")
 
 _LINE = re.compile(r"^\s*\[\d+-\d+\] (.*)$")
 #: What follows the name on an outline line: an input value, then state flags.

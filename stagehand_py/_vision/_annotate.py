@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
+from .._actions._js import load_js
+from .._actions._resolve import parse_canonical_xpath, resolve_element
 from .._errors import ElementNotFoundError, InvalidArgumentError, StagehandError
-from ..actions._js import load_js
-from ..actions._resolve import parse_canonical_xpath, resolve_element
 from ..snapshot import Snapshot
 from ._image import (
     DEFAULT_MAX_BYTES,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIONABLE_ROLES", "Screenshot", "actionable_ids", "annotated_screenshot", "page_screenshot"]
 
-logger = logging.getLogger("stagehand_py.vision")
+logger = logging.getLogger("stagehand_py._vision")
 
 #: Outline roles that get a numbered box.
 ACTIONABLE_ROLES = frozenset({
