@@ -7,11 +7,10 @@ In order of precedence:
    (``OPENAI_API_KEY`` is sent when set).
 2. ``OPENAI_API_KEY`` — ``STAGEHAND_MODEL`` or ``openai/gpt-4.1-mini``.
 3. ``ANTHROPIC_API_KEY`` — ``STAGEHAND_MODEL`` or ``anthropic/claude-sonnet-4-5``.
-4. No key, but the ``stagehand_py[local]`` extra installed and a GGUF file present — the local
-   model in this process: ``STAGEHAND_LOCAL_MODEL`` (a path or a file name), else
+4. No key: the embedded model in this process (``bash scripts/setup.sh`` installs its engine
+   and fetches it): ``STAGEHAND_LOCAL_MODEL`` (a path or a file name), else
    ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` in ``$STAGEHAND_MODELS_DIR`` (default
-   ``~/.cache/stagehand_py/models``; ``python scripts/fetch_local_model.py --download`` puts it
-   there). See docs/local_models.md for what it costs.
+   ``~/.cache/stagehand_py/models``). See docs/local_models.md for what it costs.
 
 A ``STAGEHAND_MODEL`` with a provider prefix (``openai/...``, ``anthropic/...``) picks that
 provider; a bare name goes to the provider whose key is set (OpenAI first).
@@ -42,8 +41,8 @@ Set one of these and run again:
   export ANTHROPIC_API_KEY=sk-ant-...       # uses {DEFAULT_ANTHROPIC_MODEL}
   export STAGEHAND_BASE_URL=http://localhost:11434/v1   # any OpenAI-compatible server (Ollama, llama.cpp, vLLM)
   export STAGEHAND_MODEL=llama3.2           # optional: the model to ask (with a key: e.g. openai/gpt-4.1)
-  python scripts/fetch_local_model.py --download   # no key at all: a local model in this process
-                                            # (needs pip install 'stagehand_py[local]'; docs/local_models.md)
+  bash scripts/setup.sh                     # no key at all: installs and fetches the embedded model
+                                            # (docs/local_models.md)
 
 For example, with Ollama running `ollama pull llama3.2`:
 
@@ -98,7 +97,7 @@ def _local_model(env: Mapping[str, str]) -> ModelChoice | None:
         if folder is None or len(path.parts) != 1 or not (folder / path).is_file():
             return None
         path = folder / path
-    if importlib.util.find_spec("llama_cpp") is None:  # the extra is not installed
+    if importlib.util.find_spec("xllamacpp") is None:  # the extra is not installed
         return None
     return ModelChoice(f"local/{path}", None, "STAGEHAND_LOCAL_MODEL" if named else "local model file")
 

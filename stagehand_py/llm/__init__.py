@@ -29,7 +29,7 @@ from ._messages import (
     UserMessage,
 )
 from ._profiles import OutputMode, Profile, ResponseFormat, default_profile, llama_cpp_server_profile
-from ._providers._local import LocalModel
+from ._providers._local import LocalModel, release_local_models
 from ._redact import REDACTED, Redactor
 from ._request import ComputerTool, LanguageModel, LLMRequest, ModelResponse, ProviderTool
 from ._retry import RetryPolicy
@@ -60,6 +60,7 @@ __all__ = [
     "ResponseFormat",
     "llama_cpp_server_profile",
     "LocalModel",
+    "release_local_models",
     "RetryPolicy",
     "Usage",
     "UsageLimits",

@@ -1,23 +1,26 @@
-"""Local models without llama.cpp: the llama_cpp.server profile against the fake server, and the
-in-process provider against a stand-in ``llama_cpp`` module (OMP policy, AMX trap, grammar,
-errors, cancellation). The real llama.cpp runs in tests/llm/test_llama_cpp_server.py."""
+"""Local models without loading one: the llama.cpp-server profile against the fake server, and the
+in-process provider's checks before it loads anything (file, format, memory, libgomp, the extra,
+the OpenMP policy). The real engine runs in tests/llm/test_local_engine.py."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
-import threading
-import types
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from stagehand_py import BadRequestError, ConfigurationError, InvalidArgumentError, ServerError
+from stagehand_py import ConfigurationError, InvalidArgumentError, ServerError
 from stagehand_py.llm import LLMClient, LocalModel, Profile, RetryPolicy, llama_cpp_server_profile
-from stagehand_py.llm._providers._local import amx_in_library, import_llama_cpp, models_dir, resolve_model_path
+from stagehand_py.llm._providers._local import (
+    check_gguf,
+    check_memory,
+    import_engine,
+    models_dir,
+    resolve_model_path,
+)
+from stagehand_py.llm._request import LLMRequest
 from stagehand_py.testing import FunctionLLM
 
 from ._fake_provider import FakeProvider, chat_completion, error_body
@@ -83,176 +86,71 @@ def test_model_names_resolve_to_paths_or_the_models_folder(tmp_path: Path) -> No
         resolve_model_path("m.bin", environ=env)
 
 
-# --- the OMP and AMX traps --------------------------------------------------------------------
+# --- before loading: the file, its format, memory, the engine ------------------------------
 
 
-def _fake_llama_cpp(system_info: bytes = b"CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 0 |", **behaviour: Any) -> types.ModuleType:
-    """A stand-in llama_cpp: records what Llama() was given and answers create_chat_completion."""
-    mod = types.ModuleType("llama_cpp")
-    low = types.ModuleType("llama_cpp.llama_cpp")
-    low.llama_model_default_params = lambda: types.SimpleNamespace(use_extra_bufts=True)
-    mod.llama_cpp = low
-    mod.llama_print_system_info = lambda: system_info
-    mod.made = []
+def test_a_file_that_is_not_gguf_is_refused_before_loading(tmp_path: Path) -> None:
+    good = tmp_path / "good.gguf"
+    good.write_bytes(b"GGUF" + bytes(60))
+    check_gguf(good)  # the control: a GGUF header passes
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"<html>not a model</html>")
+    with pytest.raises(ConfigurationError, match=r"not a GGUF model file.*fetch_local_model.py --download"):
+        check_gguf(bad)
 
-    class Llama:
-        def __init__(self, **kwargs: Any) -> None:
-            # llama-cpp-python reads the module function inside the constructor, as here.
-            self.params = low.llama_model_default_params()
-            self.kwargs = kwargs
-            self.calls: list[dict[str, Any]] = []
-            mod.made.append(self)
 
-        def eval(self, tokens: list[int]) -> None:
-            pass
-
-        def create_chat_completion(self, **params: Any) -> Any:
-            self.calls.append(params)
-            if "error" in behaviour:
-                raise behaviour["error"]
-            if "tokens" in behaviour:  # generate token by token: one eval() per token, as llama-cpp-python does
-                for _ in range(behaviour["tokens"]):
-                    self.eval([1])
-                    behaviour["step"].wait(0.01)
-            return {"choices": [{"message": {"role": "assistant", "content": behaviour.get("content", "{}")},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 12, "completion_tokens": 5}}
-
-    mod.Llama = Llama
-    return mod
+def test_too_little_memory_is_a_configuration_error_naming_the_numbers(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + bytes(1_000_000))
+    check_memory(model, 2048, available=lambda: 10 * 2**30)  # the control: plenty free
+    check_memory(model, 2048, available=lambda: None)  # unknown: let it try
+    with pytest.raises(ConfigurationError, match=r"too little memory.*GiB is free.*n_ctx"):
+        check_memory(model, 2048, available=lambda: 1_000_000)
 
 
 def test_omp_wait_policy_is_set_before_the_first_import_only_when_unset(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = _fake_llama_cpp()
-    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    monkeypatch.delitem(sys.modules, "xllamacpp", raising=False)
     env: dict[str, str] = {}
-    seen_at_import: list[str | None] = []
-
-    class Finder:  # imports the stand-in, recording the environment at import time
-        @staticmethod
-        def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
-            if name != "llama_cpp":
-                return None
-            import importlib.machinery
-
-            class Loader:
-                @staticmethod
-                def create_module(spec: Any) -> Any:
-                    seen_at_import.append(env.get("OMP_WAIT_POLICY"))
-                    return fake
-
-                @staticmethod
-                def exec_module(module: Any) -> None:
-                    pass
-
-            return importlib.machinery.ModuleSpec(name, Loader)
-
-    monkeypatch.setattr(sys, "meta_path", [Finder, *sys.meta_path])
-    assert import_llama_cpp(env) is fake
-    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and seen_at_import == ["PASSIVE"]
-
-    monkeypatch.delitem(sys.modules, "llama_cpp")
-    env = {"OMP_WAIT_POLICY": "ACTIVE"}
-    import_llama_cpp(env)
-    assert env["OMP_WAIT_POLICY"] == "ACTIVE"  # the user's choice is kept
+    assert import_engine(env, importer=lambda: "engine") == "engine"
+    assert env == {"OMP_WAIT_POLICY": "PASSIVE"}
+    mine = {"OMP_WAIT_POLICY": "ACTIVE"}
+    import_engine(mine, importer=lambda: "engine")
+    assert mine == {"OMP_WAIT_POLICY": "ACTIVE"}  # a value the user chose is kept
 
 
-def test_already_imported_llama_cpp_without_the_policy_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", _fake_llama_cpp())
-    env: dict[str, str] = {}
+def test_already_imported_engine_without_the_policy_warns(monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setitem(sys.modules, "xllamacpp", object())
     with caplog.at_level(logging.WARNING, logger="stagehand_py"):
-        import_llama_cpp(env)
-    assert "OMP_WAIT_POLICY" not in env  # too late to matter: not set, but said
-    assert "imported before stagehand_py could set OMP_WAIT_POLICY=PASSIVE" in caplog.text
+        import_engine({}, importer=lambda: "engine")
+    assert "OMP_WAIT_POLICY=PASSIVE" in caplog.text
 
 
-def test_missing_extra_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails
-    with pytest.raises(ConfigurationError, match=r"stagehand_py\[local\].*16-21 minutes") as info:
-        import_llama_cpp({})
-    assert isinstance(info.value.__cause__, ImportError)
+def test_missing_extra_and_missing_libgomp_are_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "xllamacpp", raising=False)
+
+    def no_extra() -> None:
+        raise ModuleNotFoundError("No module named 'xllamacpp'")
+
+    def no_libgomp() -> None:
+        raise ImportError("libgomp.so.1: cannot open shared object file: No such file or directory")
+
+    with pytest.raises(ConfigurationError, match=r"xllamacpp, which is not installed.*stagehand_py\[local\]"):
+        import_engine({}, importer=no_extra)
+    with pytest.raises(ConfigurationError, match=r"GNU OpenMP runtime.*apt-get install libgomp1"):
+        import_engine({}, importer=no_libgomp)
 
 
-def test_amx_detection() -> None:
-    assert amx_in_library("CPU : SSE3 = 1 | AVX512 = 1 | AMX_INT8 = 1 | LLAMAFILE = 1 |")
-    assert not amx_in_library("CPU : SSE3 = 1 | AVX512 = 1 | AMX_INT8 = 0 |")
-    assert not amx_in_library("CPU : SSE3 = 1 | AVX2 = 1 |")
-
-
-@pytest.mark.parametrize(("info", "option", "extra"), [
-    (b"CPU : AMX_INT8 = 1 |", None, False),   # built with AMX: loaded without extra buffer types
-    (b"CPU : AVX2 = 1 |", None, True),        # no AMX: repacking buffers stay on
-    (b"CPU : AMX_INT8 = 1 |", True, True),    # the user's explicit choice wins
-    (b"CPU : AVX2 = 1 |", False, False),
-])
-async def test_amx_library_loads_without_extra_buffers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       info: bytes, option: bool | None, extra: bool) -> None:
-    fake = _fake_llama_cpp(info, content='{"title": "Dune", "year": 1965}')
-    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF")
-    original = fake.llama_cpp.llama_model_default_params
-    model = LocalModel(gguf, extra_buffers=option, n_threads=2)
-    await LLMClient(model).generate("x", output=Book)
-    (llama,) = fake.made
-    assert llama.params.use_extra_bufts is extra
-    assert fake.llama_cpp.llama_model_default_params is original  # put back after the load
-    assert llama.kwargs["n_threads"] == 2 and llama.kwargs["model_path"] == str(gguf)
-
-
-# --- requests ---------------------------------------------------------------------------------
-
-
-async def test_schema_becomes_a_grammar_and_the_answer_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = _fake_llama_cpp(content='{"title": "Dune", "year": 1965}')
-    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF")
-    client = LLMClient(f"local/{gguf}")
-    result = await client.generate("Dune (1965)", output=Book, purpose="extract")
-    assert result.output == Book(title="Dune", year=1965)
-    (call,) = fake.made[0].calls
-    assert call["response_format"] == {"type": "json_object", "schema": Book.model_json_schema()}
-    assert call["temperature"] == 0.0 and call["messages"] == [{"role": "user", "content": "Dune (1965)"}]
-    assert (result.usage.input_tokens, result.usage.output_tokens) == (12, 5)
-    await client.generate("again", output=Book)
-    assert len(fake.made) == 1  # loaded once
-
-
-async def test_context_overflow_is_a_bad_request_naming_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = _fake_llama_cpp(error=ValueError("Requested tokens (9000) exceed context window of 8192"))
-    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF")
-    with pytest.raises(BadRequestError, match=r"exceed context window.*token_budget.*n_ctx") as info:
-        await LLMClient(LocalModel(gguf)).generate("x", output=Book)
-    assert isinstance(info.value.__cause__, ValueError)
-
-
-async def test_images_are_refused_before_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stagehand_py.llm import ImagePart, TextPart, UserMessage
-
-    fake = _fake_llama_cpp()
-    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF")
-    message = UserMessage([TextPart(text="look"), ImagePart(data=b"\x89PNG0000", media_type="image/png")])
-    with pytest.raises(InvalidArgumentError, match="does not take images"):
-        await LLMClient(LocalModel(gguf)).generate([message])
-    assert fake.made == []
-
-
-async def test_a_cancelled_request_stops_generating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    step = threading.Event()
-    fake = _fake_llama_cpp(tokens=10_000, step=step)
-    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
+def test_the_request_sent_to_the_engine_is_schema_constrained_and_streamed(tmp_path: Path) -> None:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     model = LocalModel(gguf)
-    client = LLMClient(model)
-    with pytest.raises(asyncio.TimeoutError):
-        await asyncio.wait_for(client.generate("x", output=Book), timeout=0.3)
-    # The worker noticed at its next token and let go of the model: another request gets it.
-    acquired = await asyncio.to_thread(model._lock.acquire, True, 5)
-    assert acquired
-    model._lock.release()
+    from stagehand_py.llm import UserMessage
+
+    params = model.build_params(LLMRequest(messages=[UserMessage("Dune (1965)")], output_schema=Book.model_json_schema(),
+                                           output_name="book", purpose="extract"))
+    assert params["response_format"] == {"type": "json_schema",
+                                         "json_schema": {"name": "book", "schema": Book.model_json_schema()}}
+    assert params["stream"] is True and params["cache_prompt"] is True and params["temperature"] == 0.0
+    with pytest.raises(InvalidArgumentError, match="n_ctx"):
+        LocalModel(gguf, n_ctx=10)

@@ -191,7 +191,7 @@ def test_public_surface_is_pinned() -> None:
         "ImageMediaType", "ToolCallPart", "ToolResultPart", "PendingSafetyCheck", "ComputerTool", "ProviderTool",
         "Profile", "OutputMode", "default_profile",
         "RetryPolicy", "Usage", "UsageLimits", "Metrics", "Redactor", "REDACTED", "CapturedCall",
-        "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel",
+        "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel", "release_local_models",
     }
     assert set(testing.__all__) == {
         "FunctionLLM", "ScriptedLLM", "Answer", "block_model_requests", "capture_requests",

@@ -1,39 +1,45 @@
-"""``local/<file>.gguf``: a GGUF model run in this process by llama.cpp (``llama-cpp-python``).
+"""``local/<file>.gguf``: a GGUF model run in this process by llama.cpp, through ``xllamacpp``.
 
-Installed with the ``stagehand_py[local]`` extra; PyPI has no wheel of llama-cpp-python, so
-pip compiles llama.cpp (16–21 minutes on 2 cores). Nothing here imports ``llama_cpp`` until
-the first request, so ``import stagehand_py`` stays light and side-effect free.
+Installed with the ``stagehand_py[local]`` extra: xllamacpp ships prebuilt wheels (no compiler),
+needs only Debian's ``libgomp1``, and runs llama.cpp's own server loop in-process, so answers are
+constrained by the JSON Schema (a grammar) and the prompt's key/value cache is reused across calls
+that share a prefix (system prompt first, then the page), which is what makes a CPU model usable.
 
-Known traps, each handled here:
+Choices made here, and why:
 
-- **Busy-waiting OpenMP threads.** llama.cpp's OpenMP threads spin between tokens; when
-  another process (the browser) wants the CPU, generation gets 20–60× slower. libgomp reads
-  ``OMP_WAIT_POLICY`` once, when llama.cpp is loaded, so the first import of ``llama_cpp``
+- **One engine per model file per process.** Loading a 1.5B model takes seconds and ~2 GB; every
+  ``LocalModel``/``LLMClient``/``Stagehand`` on the same file and settings shares one engine (a
+  process-wide registry, the one piece of shared state in the library: it holds no keys and no
+  user data). :meth:`LocalModel.aclose` drops a user's reference; the last one frees the memory;
+  :func:`release_local_models` frees all.
+- **Concurrency.** The engine has one slot; calls from any thread or event loop queue on a lock
+  and run one at a time.
+- **Cancellation.** Answers are streamed inside the process; when the awaiting task is
+  cancelled (a timeout), generation stops at the next token, so a retry never queues behind an
+  abandoned answer. Prompt processing itself cannot be interrupted.
+- **Busy-waiting OpenMP threads.** llama.cpp's OpenMP threads spin between tokens and starve the
+  browser; libgomp reads ``OMP_WAIT_POLICY`` once, when xllamacpp is imported, so the first import
   here sets ``OMP_WAIT_POLICY=PASSIVE`` unless the user has set it (a value you set is kept).
-  When ``llama_cpp`` was already imported without it, a warning says so.
-- **The AMX path.** A llama.cpp built with AMX crashes (segfault) on the first request on
-  some AMX CPUs. When the loaded library reports AMX, the model is loaded with
-  ``use_extra_bufts=False`` (no extra buffer types, so no AMX buffers); ``extra_buffers=``
-  overrides the choice. Building without AMX (``-DGGML_AMX_*=OFF``) avoids it too.
-- **Structured output.** The answer's JSON Schema becomes a grammar (llama-cpp-python's
-  ``response_format={"type": "json_object", "schema": ...}``), so the model can only write
-  JSON of that shape.
+- **The listening socket.** xllamacpp always opens its HTTP server too (there is no switch to
+  turn it off): it is bound to 127.0.0.1 on a free port, protected by a random API key that
+  never leaves this process, and closed when the engine is freed or the process exits.
+- **Errors before loading.** A missing file, a file that is not GGUF, too little free memory and a
+  missing libgomp each raise a :class:`ConfigurationError` that says what to do.
 
-Generation runs in a worker thread, one request at a time per model; a cancelled request stops
-at the next token.
+Nothing here imports ``xllamacpp`` until the first request, so ``import stagehand_py`` stays light.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import json
 import logging
 import os
-import re
-import sys
+import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +51,24 @@ from .._request import LLMRequest, ModelResponse
 from .._usage import Usage
 
 __all__ = [
-    "LocalModel",
     "MODELS_DIR_ENV",
-    "amx_in_library",
-    "import_llama_cpp",
+    "LocalModel",
+    "check_memory",
+    "import_engine",
     "models_dir",
+    "release_local_models",
     "resolve_model_path",
 ]
 
 logger = logging.getLogger("stagehand_py")
 
-#: Folder where ``local/<name>.gguf`` names are looked up (and the fetch script writes).
+#: Folder where ``local/<name>.gguf`` names are looked up (and the set-up script writes).
 MODELS_DIR_ENV = "STAGEHAND_MODELS_DIR"
 _OMP_ENV = "OMP_WAIT_POLICY"
-_INSTALL_HINT = (
-    "install the extra with `pip install 'stagehand_py[local]'` (PyPI has no wheel of llama-cpp-python: "
-    "pip compiles llama.cpp, 16-21 minutes on 2 cores; see docs/local_models.md)"
-)
-#: Llama() reads its model parameters from this module function; swapping it for the length
-#: of one constructor call is the only way to set use_extra_bufts in llama-cpp-python 0.3.x.
-_PARAMS_SWAP = threading.Lock()
+_INSTALL_HINT = "install the extra with `pip install 'stagehand_py[local]'` (a prebuilt wheel; see docs/local_models.md)"
+_GGUF_MAGIC = b"GGUF"
+#: Bytes of key/value cache per context token, generously (Qwen2.5-1.5B needs ~28 KiB in f16).
+_KV_BYTES_PER_TOKEN = 64 * 1024
 
 
 def models_dir(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -101,62 +105,158 @@ def resolve_model_path(name: str, *, environ: Mapping[str, str] | None = None) -
             return candidate
     raise ConfigurationError(
         f"local model file not found (looked at {', '.join(str(t) for t in tried)}). Give a path to a .gguf "
-        f"file, put the file in {folder or '$' + MODELS_DIR_ENV}, or fetch one with "
-        "`python scripts/fetch_local_model.py --download` (see docs/local_models.md)."
+        f"file, put the file in {folder or '$' + MODELS_DIR_ENV}, or fetch the default one with "
+        "`bash scripts/setup.sh` (or `python scripts/fetch_local_model.py --download`; see docs/local_models.md)."
     )
 
 
-def import_llama_cpp(environ: Any = None) -> Any:
-    """Import ``llama_cpp``, first setting ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it.
+def check_gguf(path: Path) -> None:
+    """Raise :class:`ConfigurationError` unless ``path`` starts like a GGUF file."""
+    with path.open("rb") as f:
+        magic = f.read(4)
+    if magic != _GGUF_MAGIC:
+        raise ConfigurationError(
+            f"{path} is not a GGUF model file (it starts with {magic!r}, not {_GGUF_MAGIC!r}): it is corrupt or "
+            "of another format. Fetch it again (`python scripts/fetch_local_model.py --download` checks its SHA-256)."
+        )
 
-    ``environ`` is ``os.environ`` (tests pass a dict). Raises :class:`ConfigurationError` when
-    the extra is not installed.
+
+def _available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(path: Path, n_ctx: int, *, available: Callable[[], int | None] = _available_memory) -> None:
+    """Raise :class:`ConfigurationError` when the model clearly will not fit in free memory.
+
+    The estimate is the file's size plus a key/value cache for ``n_ctx`` tokens; an unknown amount
+    of free memory (no /proc) lets the load go ahead.
     """
+    free = available()
+    if free is None:
+        return
+    needed = path.stat().st_size + n_ctx * _KV_BYTES_PER_TOKEN
+    if needed > free:
+        raise ConfigurationError(
+            f"too little memory for local model {path.name}: it needs about {needed / 2**30:.1f} GiB "
+            f"(the file plus a {n_ctx}-token context) and {free / 2**30:.1f} GiB is free. Close other programs, "
+            "lower LocalModel(n_ctx=...), or use a smaller model."
+        )
+
+
+def import_engine(environ: Any = None, importer: Callable[[], Any] | None = None) -> Any:
+    """Import ``xllamacpp``, first setting ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it.
+
+    ``environ`` is ``os.environ`` (tests pass a dict); ``importer`` is the import itself (tests
+    pass one that fails). Raises :class:`ConfigurationError` when the extra or libgomp is missing.
+    """
+    import sys
+
     env = os.environ if environ is None else environ
-    if "llama_cpp" not in sys.modules:
+    if "xllamacpp" not in sys.modules:
         if _OMP_ENV not in env:
             env[_OMP_ENV] = "PASSIVE"
             logger.info("set %s=PASSIVE before loading llama.cpp (idle OpenMP threads must not spin "
                         "while the browser needs the CPU); set it yourself to choose another value", _OMP_ENV)
     elif _OMP_ENV not in env:
-        logger.warning(
-            "llama_cpp was imported before stagehand_py could set %s=PASSIVE; generation can be 20-60x "
-            "slower while the browser is busy. Set %s=PASSIVE in the environment before starting Python.",
-            _OMP_ENV, _OMP_ENV,
-        )
+        logger.warning("xllamacpp was imported before stagehand_py could set %s=PASSIVE; generation can be much "
+                       "slower while the browser is busy. Set %s=PASSIVE before starting Python.", _OMP_ENV, _OMP_ENV)
+
+    def default_importer() -> Any:
+        import xllamacpp
+
+        return xllamacpp
+
     try:
-        import llama_cpp
+        return (importer or default_importer)()
     except ImportError as exc:
-        raise ConfigurationError(f"local models need llama-cpp-python, which is not installed: {_INSTALL_HINT}.") from exc
-    return llama_cpp
+        if "libgomp" in str(exc):
+            raise ConfigurationError(
+                f"local models need the GNU OpenMP runtime, which is missing ({exc}): install it with "
+                "`apt-get install libgomp1` (scripts/setup.sh does)."
+            ) from exc
+        raise ConfigurationError(f"local models need xllamacpp, which is not installed: {_INSTALL_HINT}.") from exc
 
 
-def amx_in_library(system_info: str) -> bool:
-    """True when llama.cpp's system-info line says it was built with an AMX path."""
-    return re.search(r"\bAMX(?:_INT8)?\s*=\s*1\b", system_info) is not None
+@dataclass
+class _Engine:
+    """One loaded model: an xllamacpp server (in-process calls) and the lock that queues them."""
+
+    server: Any
+    api_key: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
 
 
-@contextlib.contextmanager
-def _without_extra_buffers(llama_cpp: Any) -> Iterator[None]:
-    """Load-time params with ``use_extra_bufts=False`` for the Llama() built inside."""
-    low = llama_cpp.llama_cpp
-    original = low.llama_model_default_params
-
-    def params() -> Any:
-        value = original()
-        value.use_extra_bufts = False
-        return value
-
-    with _PARAMS_SWAP:
-        low.llama_model_default_params = params
-        try:
-            yield
-        finally:
-            low.llama_model_default_params = original
+_ENGINES: dict[tuple[str, int, int | None, int], _Engine] = {}
+_ENGINES_LOCK = threading.Lock()
 
 
-class _Cancelled(Exception):
-    """Raised inside generation when the awaiting task was cancelled."""
+def _acquire_engine(path: Path, n_ctx: int, n_threads: int | None, seed: int) -> _Engine:
+    key = (str(path.resolve()), n_ctx, n_threads, seed)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = _load(path, n_ctx, n_threads)
+            _ENGINES[key] = engine
+        engine.users += 1
+        return engine
+
+
+def _release_engine(engine: _Engine) -> None:
+    with _ENGINES_LOCK:
+        engine.users -= 1
+        if engine.users <= 0:
+            for key, value in list(_ENGINES.items()):
+                if value is engine:
+                    del _ENGINES[key]
+            with engine.lock:  # wait for a running answer before the engine goes
+                engine.server = None
+
+
+def release_local_models() -> None:
+    """Free every loaded local model now (each is loaded again on its next request)."""
+    with _ENGINES_LOCK:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+    for engine in engines:
+        with engine.lock:
+            engine.server = None
+
+
+def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
+    check_gguf(path)
+    check_memory(path, n_ctx)
+    xllamacpp = import_engine()
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1  # one slot: one answer at a time, and its cache reused by the next prompt
+    params.verbosity = -1
+    params.hostnames = ["127.0.0.1"]  # the HTTP side xllamacpp always opens: loopback only, a free port
+    params.port = 0
+    api_key = secrets.token_urlsafe(24)
+    params.api_keys = [api_key]
+    if n_threads is not None:
+        params.cpuparams.n_threads = n_threads
+        params.cpuparams_batch.n_threads = n_threads
+    started = time.perf_counter()
+    try:
+        server = xllamacpp.Server(params)
+    except (RuntimeError, ValueError, OSError) as exc:
+        raise ConfigurationError(
+            f"local model {path.name} could not be loaded from {path} ({exc}): the file may be truncated or not "
+            "a model llama.cpp knows. Fetch it again (`python scripts/fetch_local_model.py --download` checks its "
+            "SHA-256)."
+        ) from exc
+    logger.info("loaded local model %s in %.1f s (n_ctx=%d)", path.name, time.perf_counter() - started, n_ctx)
+    return _Engine(server=server, api_key=api_key)
 
 
 class LocalModel:
@@ -167,9 +267,9 @@ class LocalModel:
         LLMClient(LocalModel("~/models/qwen.gguf", n_ctx=8192, n_threads=2))
 
     ``n_ctx`` bounds prompt plus answer (keep ``Stagehand(token_budget=...)`` below it);
-    ``n_threads`` defaults to llama-cpp-python's choice; ``extra_buffers`` None decides from
-    the library (off when it has AMX, see the module docstring). The file is checked here; the
-    model is loaded (``import llama_cpp`` included) on the first request.
+    ``n_threads`` defaults to llama.cpp's choice. The file is checked here; the model is loaded
+    (``import xllamacpp`` included) on the first request and shared with every other
+    ``LocalModel`` of the same file and settings in this process.
     """
 
     provider = "local"
@@ -180,11 +280,8 @@ class LocalModel:
         *,
         n_ctx: int = 8192,
         n_threads: int | None = None,
-        extra_buffers: bool | None = None,
         seed: int = 0,
         profile: Profile | None = None,
-        chat_format: str | None = None,
-        verbose: bool = False,
     ) -> None:
         if n_ctx < 512:
             raise InvalidArgumentError(f"n_ctx must be at least 512 tokens, not {n_ctx}.")
@@ -195,79 +292,28 @@ class LocalModel:
         self.profile = profile or default_profile("local", self.model_name, base_url=None)
         self._n_ctx = n_ctx
         self._n_threads = n_threads
-        self._extra_buffers = extra_buffers
         self._seed = seed
-        self._chat_format = chat_format
-        self._verbose = verbose
-        self._llama: Any = None
-        self._cancelled = threading.Event()  # the running request's; set when its caller gives up
-        self._lock = threading.Lock()  # one generation (or load) at a time; llama.cpp contexts are not thread-safe
+        self._engine: _Engine | None = None
+        self._engine_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.path)!r}, n_ctx={self._n_ctx})"
 
     async def aclose(self) -> None:
-        """Free the model's memory (it is loaded again on the next request)."""
-        llama, self._llama = self._llama, None
-        if llama is not None:
-            await asyncio.to_thread(self._close, llama)
+        """Drop this model's hold on the shared engine (the last holder frees its memory)."""
+        with self._engine_lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            await asyncio.to_thread(_release_engine, engine)
 
-    def _close(self, llama: Any) -> None:
-        with self._lock:
-            close = getattr(llama, "close", None)
-            if callable(close):
-                close()
-
-    def _load(self) -> Any:
-        """The Llama object, loaded on first use (call with the lock held)."""
-        if self._llama is not None:
-            return self._llama
-        llama_cpp = import_llama_cpp()
-        info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
-        extra = self._extra_buffers if self._extra_buffers is not None else not amx_in_library(info)
-        started = time.perf_counter()
-        kwargs: dict[str, Any] = {"model_path": str(self.path), "n_ctx": self._n_ctx, "seed": self._seed,
-                                  "verbose": self._verbose, "chat_format": self._chat_format}
-        if self._n_threads is not None:
-            kwargs["n_threads"] = self._n_threads
-            kwargs["n_threads_batch"] = self._n_threads
-        try:
-            if extra:
-                llama = llama_cpp.Llama(**kwargs)
-            else:
-                logger.info("loading %s with use_extra_bufts=False (llama.cpp built with AMX)", self.model_name)
-                with _without_extra_buffers(llama_cpp):
-                    llama = llama_cpp.Llama(**kwargs)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ProviderError(
-                f"local model {self.model_name!r} could not be loaded from {self.path}: {exc}. Check that the "
-                "file is a complete GGUF model (the fetch script verifies a SHA-256).",
-                provider=self.provider, model=self.model_name,
-            ) from exc
-        logger.info("loaded local model %s in %.1f s (n_ctx=%d, threads=%s)", self.model_name,
-                    time.perf_counter() - started, self._n_ctx, getattr(llama, "n_threads", "?"))
-        self._stop_on_cancel(llama)
-        self._llama = llama
-        return llama
-
-    def _stop_on_cancel(self, llama: Any) -> None:
-        """Make this Llama stop before its next token once the current request is cancelled.
-
-        Generation calls ``eval`` once per token from Python, so an exception there unwinds it
-        cleanly (the token is not evaluated; the cache stays consistent). A logits processor
-        cannot do this: it runs as a ctypes callback, where exceptions are swallowed.
-        """
-        evaluate = llama.eval
-
-        def eval_unless_cancelled(tokens: Any) -> Any:
-            if self._cancelled.is_set():
-                raise _Cancelled
-            return evaluate(tokens)
-
-        llama.eval = eval_unless_cancelled
+    def _get_engine(self) -> _Engine:
+        with self._engine_lock:
+            if self._engine is None or self._engine.server is None:
+                self._engine = _acquire_engine(self.path, self._n_ctx, self._n_threads, self._seed)
+            return self._engine
 
     def build_params(self, request: LLMRequest) -> dict[str, Any]:
-        """The keyword arguments for ``Llama.create_chat_completion`` (public for tests and logs)."""
+        """The OpenAI-style chat request the engine gets (public for tests and logs)."""
         from ._openai import to_openai_messages
 
         schema = request.output_schema
@@ -278,10 +324,15 @@ class LocalModel:
             "max_tokens": request.max_output_tokens or self.profile.max_output_tokens,
             "temperature": 0.0 if request.temperature is None else request.temperature,
             "seed": self._seed,
+            "stream": True,  # streamed inside the process only: lets a cancelled call stop at the next token
+            "cache_prompt": True,
         }
         if schema is not None:
             # Every mode is grammar-constrained here: the grammar is free and the answer exact.
-            params["response_format"] = {"type": "json_object", "schema": schema}
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.output_name or "answer", "schema": schema},
+            }
         return params
 
     async def request(self, request: LLMRequest) -> ModelResponse:
@@ -294,38 +345,62 @@ class LocalModel:
         cancelled = threading.Event()
         started = time.perf_counter()
         try:
-            completion = await asyncio.shield(asyncio.to_thread(self._generate, params, cancelled))
+            chunks = await asyncio.shield(asyncio.to_thread(self._generate, params, cancelled))
         except asyncio.CancelledError:
-            cancelled.set()  # the worker stops at its next token
+            cancelled.set()  # the worker stops at its next token and frees the slot
             raise
-        return self._parse(completion, wall_ms=(time.perf_counter() - started) * 1000)
+        return self._parse(chunks, wall_ms=(time.perf_counter() - started) * 1000)
 
-    def _generate(self, params: dict[str, Any], cancelled: threading.Event) -> Any:
-        with self._lock:
-            llama = self._load()
-            self._cancelled = cancelled
-            try:
-                return llama.create_chat_completion(**params)
-            except _Cancelled:
-                return None
-            except ValueError as exc:
-                message = str(exc)
-                if "exceed context window" in message or "exceed batch size" in message:
-                    raise BadRequestError(
-                        f"local model {self.model_name!r}: {message}. Lower Stagehand(token_budget=...) or raise "
-                        f"LocalModel(n_ctx=...) (now {self._n_ctx}).",
-                        provider=self.provider, model=self.model_name, status=None, body=message,
-                    ) from exc
-                raise ProviderError(f"local model {self.model_name!r} failed: {message}",
-                                    provider=self.provider, model=self.model_name) from exc
+    def _generate(self, params: dict[str, Any], cancelled: threading.Event) -> list[dict[str, Any]]:
+        engine = self._get_engine()
+        chunks: list[dict[str, Any]] = []
 
-    def _parse(self, completion: Any, *, wall_ms: float) -> ModelResponse:
-        if not isinstance(completion, dict) or not completion.get("choices"):
-            raise ProviderError(f"local model {self.model_name!r} returned no choices: {completion!r:.300}",
-                                provider=self.provider, model=self.model_name)
-        choice = completion["choices"][0]
-        raw_usage = completion.get("usage") or {}
-        usage = Usage(requests=1, input_tokens=raw_usage.get("prompt_tokens", 0) or 0,
-                      output_tokens=raw_usage.get("completion_tokens", 0) or 0, wall_ms=wall_ms)
-        return ModelResponse(text=(choice.get("message") or {}).get("content"), usage=usage,
-                             model=self.model_name, finish_reason=choice.get("finish_reason"))
+        def on_chunk(raw: str) -> bool:
+            chunks.append(json.loads(raw))
+            return cancelled.is_set()  # True stops the generation
+
+        with engine.lock:
+            if engine.server is None:
+                raise ProviderError(f"local model {self.model_name!r} was released while a request waited for it.",
+                                    provider=self.provider, model=self.model_name)
+            result = engine.server.handle_chat_completions(json.dumps(params, ensure_ascii=False), on_chunk)
+        if isinstance(result, dict):  # an error answered at once, e.g. a prompt over the context size
+            chunks.append(result)
+        return chunks
+
+    def _parse(self, chunks: list[dict[str, Any]], *, wall_ms: float) -> ModelResponse:
+        text: list[str] = []
+        finish: str | None = None
+        usage_raw: dict[str, Any] = {}
+        timings: dict[str, Any] = {}
+        for chunk in chunks:
+            error = chunk.get("error")
+            if error is not None:
+                self._raise_error(error)
+            for choice in chunk.get("choices") or []:
+                content = (choice.get("delta") or {}).get("content")
+                if content:
+                    text.append(content)
+                finish = choice.get("finish_reason") or finish
+            usage_raw = chunk.get("usage") or usage_raw
+            timings = chunk.get("timings") or timings
+        if usage_raw:
+            input_tokens = int(usage_raw.get("prompt_tokens", 0) or 0)
+            output_tokens = int(usage_raw.get("completion_tokens", 0) or 0)
+        else:
+            input_tokens = int(timings.get("prompt_n", 0) or 0) + int(timings.get("cache_n", 0) or 0)
+            output_tokens = int(timings.get("predicted_n", 0) or 0)
+        usage = Usage(requests=1, input_tokens=input_tokens, output_tokens=output_tokens, wall_ms=wall_ms)
+        return ModelResponse(text="".join(text), usage=usage, model=self.model_name, finish_reason=finish)
+
+    def _raise_error(self, error: Any) -> None:
+        details = error if isinstance(error, dict) else {"message": str(error)}
+        message = str(details.get("message", details))
+        if details.get("type") == "exceed_context_size_error" or details.get("code") == 400:
+            raise BadRequestError(
+                f"local model {self.model_name!r}: {message}. Lower Stagehand(token_budget=...) or raise "
+                f"LocalModel(n_ctx=...) (now {self._n_ctx}).",
+                provider=self.provider, model=self.model_name, status=400, body=message,
+            )
+        raise ProviderError(f"local model {self.model_name!r} failed: {message}",
+                            provider=self.provider, model=self.model_name)

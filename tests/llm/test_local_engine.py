@@ -1,0 +1,137 @@
+"""The embedded engine for real: xllamacpp running the pinned Qwen2.5-Coder-1.5B on this CPU.
+
+Short prompts keep each call to a second or two. What is checked: schema-constrained JSON and
+usage, one engine shared by every model object, thread and event loop, the prompt cache reused
+across calls, cancellation that frees the slot, a context overflow as a typed error, and the HTTP
+side xllamacpp always opens (loopback only, refused without the key), which also serves as a real
+llama.cpp server for the OpenAI-compatible path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from stagehand_py import BadRequestError
+from stagehand_py.llm import LLMClient, LocalModel, Profile, SystemMessage, UserMessage
+from stagehand_py.llm._providers import _local
+
+from ._local_model import require_local_model
+
+MODEL = require_local_model()
+pytestmark = pytest.mark.real_model
+
+VERDICT = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+           "required": ["answer"], "additionalProperties": False}
+
+
+class Book(BaseModel):
+    title: str
+    year: int
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[LocalModel]:
+    m = LocalModel(MODEL, n_ctx=2048, n_threads=2)
+    yield m
+    await m.aclose()
+
+
+async def test_grammar_constrained_json_usage_and_the_prompt_cache(model: LocalModel) -> None:
+    client = LLMClient(model)
+    messages = [SystemMessage("Extract the book as JSON."), UserMessage("Dune, by Frank Herbert, 1965.")]
+    first = await client.generate(messages, output=Book)
+    assert first.output == Book(title="Dune", year=1965)
+    assert first.usage.input_tokens > 10 and first.usage.output_tokens > 3
+    engine = model._engine
+    assert engine is not None
+    # The same prefix again: llama.cpp reuses the cached prompt (cache_n > 0 in its timings).
+    chunks = await asyncio.to_thread(model._generate, model.build_params(
+        _request(messages, Book.model_json_schema())), threading.Event())
+    timings = next(c["timings"] for c in reversed(chunks) if "timings" in c)
+    assert timings["cache_n"] > 10, timings
+
+
+def _request(messages: list[Any], schema: dict[str, Any] | None) -> Any:
+    from stagehand_py.llm._request import LLMRequest
+
+    return LLMRequest(messages=tuple(messages), output_schema=schema)
+
+
+async def test_one_engine_for_every_model_object_thread_and_loop(model: LocalModel) -> None:
+    other = LocalModel(MODEL, n_ctx=2048, n_threads=2)
+    question = [UserMessage("Is water wet? Answer yes or no.")]
+    answers: list[Any] = []
+
+    def in_another_loop() -> None:
+        answers.append(asyncio.run(LLMClient(other).generate(question, output=VERDICT)).output)
+
+    thread = threading.Thread(target=in_another_loop)
+    thread.start()
+    here = await LLMClient(model).generate(question, output=VERDICT)
+    await asyncio.to_thread(thread.join, 120)
+    assert here.output in ({"answer": "yes"}, {"answer": "no"}) and answers and answers[0] in (
+        {"answer": "yes"}, {"answer": "no"})
+    assert model._engine is other._engine and model._engine is not None  # loaded once
+    assert model._engine.users == 2
+    await other.aclose()
+    assert model._engine.users == 1 and model._engine.server is not None  # still held by `model`
+
+
+async def test_a_cancelled_generation_stops_and_frees_the_slot(model: LocalModel) -> None:
+    client = LLMClient(model, max_output_tokens=400)
+    long_answer = client.generate([UserMessage("Count from 1 to 400, one number per line.")])
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(long_answer, timeout=3)
+    # The control: without the stop, the next call would queue behind ~400 tokens (~25 s here).
+    started = time.monotonic()
+    quick = await LLMClient(model).generate([UserMessage("Say yes.")], output=VERDICT)
+    assert quick.output in ({"answer": "yes"}, {"answer": "no"})
+    assert time.monotonic() - started < 15
+
+
+async def test_a_prompt_over_the_context_is_a_bad_request_naming_the_fix(model: LocalModel) -> None:
+    with pytest.raises(BadRequestError, match=r"exceeds the available context size.*LocalModel\(n_ctx=...\)"):
+        await LLMClient(model).generate([UserMessage("word " * 3000)], output=VERDICT)
+
+
+async def test_the_http_side_is_loopback_only_keyed_and_a_real_openai_compatible_server(model: LocalModel) -> None:
+    await LLMClient(model).generate([UserMessage("Say yes.")], output=VERDICT)  # loads the engine
+    engine = model._engine
+    assert engine is not None
+    address: str = engine.server.listening_address
+    assert address.startswith("http://127.0.0.1:")
+    listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+    port = address.rsplit(":", 1)[1]
+    assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
+    request = urllib.request.Request(f"{address}/v1/chat/completions", method="POST",
+                                     data=json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        await asyncio.to_thread(urllib.request.urlopen, request, timeout=30)
+    assert refused.value.code == 401
+    # With the key, the same port is a llama.cpp server: the OpenAI-compatible configuration works.
+    server_client = LLMClient("openai/qwen", base_url=f"{address}/v1", api_key=engine.api_key,
+                              profile=Profile(output_mode="json_schema", supports_images=False, max_output_tokens=64))
+    answer = await server_client.generate([UserMessage("Is fire hot? yes or no.")], output=VERDICT)
+    assert answer.output in ({"answer": "yes"}, {"answer": "no"})
+
+
+async def test_release_frees_every_engine(model: LocalModel) -> None:
+    await LLMClient(model).generate([UserMessage("Say yes.")], output=VERDICT)
+    engine = model._engine
+    assert engine is not None and engine.server is not None
+    _local.release_local_models()
+    assert engine.server is None and not _local._ENGINES
+    again = await LLMClient(model).generate([UserMessage("Say no.")], output=VERDICT)  # loads a new engine
+    assert again.output in ({"answer": "yes"}, {"answer": "no"}) and model._engine is not engine

@@ -1,0 +1,64 @@
+"""The main job end to end with a real model: the embedded Qwen2.5-Coder-1.5B on this CPU.
+
+observe with %placeholders% -> check the plan -> act it -> extract into a pydantic model, on a
+small local page, on a page we launched and on a page the user launched (`Stagehand(page=page)`).
+`bash scripts/setup.sh` fetches the model, so this runs in CI; it skips with the reason only when
+the model or the engine is absent. The rest of the suite scripts the model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from llm._local_model import require_local_model
+from playwright.async_api import Page
+from pydantic import BaseModel
+
+from stagehand_py import Stagehand, Variables, placeholders_in
+from stagehand_py.llm import LocalModel
+
+MODEL = require_local_model()
+pytestmark = pytest.mark.real_model
+
+FORM = """<!doctype html><title>Sign in</title><main><h1>Sign in</h1>
+<form onsubmit="event.preventDefault(); document.getElementById('status').textContent =
+  'Signed in as ' + this.user.value + (this.pw.value === 'pw-canary-91' ? ' (password ok)' : ' (bad password)')">
+<label>Username <input name=user></label> <label>Password <input name=pw type=password></label>
+<button>Sign in</button></form><p id=status role=status></p>
+<h2>Plans</h2><ul><li>Basic: $5 per month</li><li>Pro: $12 per month</li></ul></main>"""
+
+
+class Plan(BaseModel):
+    name: str
+    price: str
+
+
+class Plans(BaseModel):
+    plans: list[Plan]
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["launched", "wrapped"])
+async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: Page) -> None:
+    model = LocalModel(MODEL, n_ctx=8192)
+    if wrapped:
+        sh = Stagehand(page, model=model, token_budget=6000)
+    else:
+        sh = await Stagehand.launch(model=model, token_budget=6000)
+    try:
+        await sh.page.set_content(FORM)
+        variables: Variables = {"username": "ada", "password": {"value": "pw-canary-91", "description": "the password"}}
+        plan = await sh.observe("fill in the username and the password", variables=variables)
+        filled = {name for action in plan for name in placeholders_in(action.arguments)}
+        assert {"username", "password"} <= filled, plan
+        assert all(a.method in ("fill", "type", "click") for a in plan), plan
+        for action in plan:
+            await sh.act(action, variables=variables)
+        assert await sh.page.input_value("input[name=user]") == "ada"
+        result = await sh.act("click the Sign in button")
+        assert result.success, result
+        assert await sh.page.inner_text("#status") == "Signed in as ada (password ok)"
+        plans = await sh.extract("the plans and their prices", schema=Plans)
+        assert {(p.name, p.price.replace(" per month", "")) for p in plans.plans} >= {("Basic", "$5"), ("Pro", "$12")}
+        assert sh.metrics.total.requests >= 3
+    finally:
+        await sh.close()
+        await model.aclose()
