@@ -176,7 +176,7 @@ def _prepare_offsets(args: list[str], raw: list[str], xpath_map: Mapping[str, st
 
 def _prepare_drag(args: list[str], raw: list[str], xpath_map: Mapping[str, str] | None) -> str:
     target = args[0].strip()
-    form = '[target] where target is a snapshot element id like "0-42" or a selector'
+    form = '[target] where target is a snapshot element id (as in brackets on its outline line) or a selector'
     if not target:
         raise _bad("drag_and_drop", form, 1, raw, "is empty")
     if _ELEMENT_ID.fullmatch(target):
@@ -361,7 +361,7 @@ METHODS: Mapping[str, MethodSpec] = dict(
         _spec("prev_chunk", "[] (no arguments)", _prev_chunk),
         _spec(
             "drag_and_drop",
-            '[target] where target is a snapshot element id like "0-42" or a selector',
+            '[target] where target is a snapshot element id (as in brackets on its outline line) or a selector',
             _drag_and_drop,
             args=(1, 1),
             prepare=_prepare_drag,

@@ -42,6 +42,7 @@ __all__ = [
     "ask",
     "chunk_budget",
     "drop_ids",
+    "example_id",
     "element_id",
     "new_lines",
     "rank_chunks",
@@ -259,6 +260,16 @@ def element_id(raw: str, snapshot: Snapshot) -> str | None:
     if m and m.group(1) in snapshot.xpath_map:
         return m.group(1)
     return None
+
+
+def example_id(snapshot: Snapshot) -> str:
+    """``", e.g. '<id>'"`` with an id this page really has, or "" for an empty page.
+
+    An example id in a prompt must come from the page itself: a small model copies a made-up
+    example ('0-42') instead of reading the outline.
+    """
+    first = next(iter(snapshot.xpath_map), None)
+    return f", e.g. '{first}'" if first is not None else ""
 
 
 def to_action(snapshot: Snapshot, eid: str, *, description: str, method: str, arguments: Sequence[str]) -> Action:

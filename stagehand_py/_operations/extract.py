@@ -138,7 +138,8 @@ def map_urls(data: Any, schema: Any, root: dict[str, Any], lookup: Callable[[str
         url = lookup(data)
         if url is None:
             problems.append(f"{path}: {data!r} is not the id of a link in the outline; give the id of the link "
-                            "element (e.g. '0-42'), or null/empty when there is no such link")
+                            "element as written in brackets at the start of its outline line, or null/empty when "
+                            "there is no such link")
             return data
         return url
     if isinstance(data, dict):

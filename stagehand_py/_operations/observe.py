@@ -36,6 +36,7 @@ from ._common import (
     chunk_budget,
     drop_ids,
     element_id,
+    example_id,
     pieces,
     rank_chunks,
     redact_text,
@@ -88,7 +89,7 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot,
         if eid is None:
             problems.append(
                 f"elements[{n - 1}].element_id {element.element_id!r} is not an id of the outline; use an id shown "
-                "in brackets at the start of an outline line, e.g. '0-42'"
+                f"in brackets at the start of an outline line{example_id(snapshot)}"
             )
             continue
         unknown = [p for p in placeholders_in(element.arguments) if p not in variables]

@@ -45,7 +45,7 @@ __all__ = [
 
 #: One line per built-in tool; the argument schemas carry the details.
 TOOL_DESCRIPTIONS: dict[str, str] = {
-    "act": "Do one thing to one element: give element_id (from the outline, e.g. '0-42') with method and "
+    "act": "Do one thing to one element: give element_id (the id in brackets at the start of its outline line) with method and "
     "arguments, or, only when no id fits, an instruction such as 'click the Login button'.",
     "fill_form": "Fill several form fields in one step. Each field gives element_id (preferred) or a label, "
     "and the value (a %placeholder% for secret values).",
@@ -81,7 +81,7 @@ def agent_system_prompt(
         "You are a browser agent. You complete the user's task by using tools on one browser tab, "
         "one tool call per step. Each step you see the task, a summary of earlier steps, the result "
         "of your last tool call and the current page as an outline: one line per element, "
-        "'[id] role: name' plus its state. Use those ids (e.g. '0-42') as element_id.",
+        "'[id] role: name' plus its state. Use those ids (without the brackets) as element_id.",
         "Answer every step with one JSON object: evaluation_previous_step (did the last step work, and "
         "how do you know), memory (what you must remember: progress, data seen, what remains), "
         "next_goal (what this step does), and action: {\"tool\": <name>, \"args\": {...}}.",

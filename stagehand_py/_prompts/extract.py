@@ -34,8 +34,8 @@ SATISFIED_DESCRIPTION = (
 
 #: Replaces the description of a URL field: the model names the link, we fill in its URL.
 URL_FIELD_DESCRIPTION = (
-    "The id of the link element whose URL this is, exactly as in the outline without brackets "
-    "(e.g. '0-42'); the program replaces it with the link's absolute URL."
+    "The id of the link element whose URL this is, exactly as written in brackets at the start of "
+    "its outline line, without the brackets; the program replaces it with the link's absolute URL."
 )
 
 

@@ -35,14 +35,16 @@ Methods and their arguments:
 - select_option: [option label] for a native select (role combobox/listbox with option children)
 - check, uncheck: [] for checkboxes, radios and switches
 - scroll_into_view: []; scroll_to: ["50%"]; scroll_by: [dx, dy] pixels; next_chunk, prev_chunk: []
-- drag_and_drop: [id of the drop target, e.g. "0-42"]
+- drag_and_drop: [the drop target's id, as in brackets at the start of its outline line]
 - set_input_files: [file path, ...] for file inputs"""
 
 
 class ObservedElement(BaseModel):
     """One element and the action to perform on it."""
 
-    element_id: str = Field(description="The element's id exactly as in the outline, without brackets, e.g. '0-42'.")
+    element_id: str = Field(
+        description="The element's id exactly as written in brackets at the start of its outline line, without the brackets."
+    )
     description: str = Field(
         description="A short description of the element and what the action does, e.g. 'Sign in button: submits the login form'."
     )

@@ -54,7 +54,7 @@ class _Args(BaseModel):
 
 
 class ActArgs(_Args):
-    element_id: str | None = Field(default=None, description="Element id from the outline, e.g. '0-42'")
+    element_id: str | None = Field(default=None, description="Element id from the outline (in brackets at the start of its line)")
     method: ActionMethod = Field(default="click", description="What to do to the element")
     arguments: list[str] = Field(default_factory=list, description="Method arguments, e.g. the text to fill; may be %placeholders%")
     instruction: str | None = Field(default=None, description="Only when no element_id fits: what to do, in words")
