@@ -4,15 +4,20 @@ Loaded through the ``pytest11`` entry point whenever stagehand_py is installed, 
 nothing until a test asks for one of its fixtures by name (no autouse fixtures) and imports
 Playwright and the rest of stagehand_py only then.
 
-Options (group ``stagehand``):
+Options (group ``stagehand``), each also a keyword of ``@pytest.mark.stagehand(...)``:
 
-- ``--stagehand-model``: the model string (default ``$STAGEHAND_MODEL``, else
-  ``openai/gpt-4.1-mini``); ``@pytest.mark.stagehand(model=...)`` overrides it per test and
-  may also be a model object such as ``ScriptedLLM([...])``.
-- ``--stagehand-record none|once|all``: model-call cassettes beside the test module, at
+- ``--stagehand-model`` / ``model=``: a model string, an ``LLMClient``, any model object, or a
+  test double (``FunctionLLM``/``ScriptedLLM``). Default: ``$STAGEHAND_MODEL``; else the hosted
+  default when ``OPENAI_API_KEY``/``ANTHROPIC_API_KEY`` is set; else the embedded model when it is
+  installed (``bash scripts/setup.sh``); else ``openai/gpt-4.1-mini``.
+- ``--stagehand-base-url`` / ``base_url=``: an OpenAI-compatible server for a model string.
+- ``--stagehand-choice-mode`` / ``choice_mode=True``: answers pick among the page's own lines.
+- ``--stagehand-record none|once|all|live``: model-call cassettes beside the test module, at
   ``<module dir>/cassettes/<module>/<test>.json``. ``none`` (default) replays a cassette if
   there is one and blocks every real model request; ``once`` records what is missing;
-  ``all`` re-records.
+  ``all`` re-records; ``live`` runs the real model and writes no cassette. Test doubles always
+  answer. Hosted models are recorded at the HTTP level; the embedded model and other model
+  objects at the model boundary (a replay needs neither the model nor its engine).
 - ``--stagehand-cache-dir``: the action cache directory handed to each ``Stagehand``.
 - ``--stagehand-artifacts``: where failure evidence goes (default ``stagehand-artifacts``).
 
@@ -41,7 +46,11 @@ if TYPE_CHECKING:
 
 __all__ = ["StagehandTestConfig"]
 
-_RECORD_MODES = ("none", "once", "all")
+_RECORD_MODES = ("none", "once", "all", "live")
+_MARKER_KEYS = frozenset({"model", "variables", "base_url", "choice_mode"})
+#: The embedded model set-up fetches (scripts/setup.sh).
+_EMBEDDED_GGUF = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+_EMBEDDED_TOKEN_BUDGET = 6000
 _DEFAULT_MODEL = "openai/gpt-4.1-mini"
 _ARTIFACTS_DEFAULT = "stagehand-artifacts"
 #: The report stash key under which the call-phase report of a test is kept.
@@ -57,12 +66,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("stagehand", "stagehand_py: natural-language browser tests")
     group.addoption(
         "--stagehand-model", dest="stagehand_model", default=None, metavar="PROVIDER/MODEL",
-        help=f"model for the stagehand fixtures (default: $STAGEHAND_MODEL or {_DEFAULT_MODEL}).",
+        help="model for the stagehand fixtures (default: $STAGEHAND_MODEL, else the hosted default when a "
+        f"provider key is set, else the embedded local model when installed, else {_DEFAULT_MODEL}).",
+    )
+    group.addoption(
+        "--stagehand-base-url", dest="stagehand_base_url", default=None, metavar="URL",
+        help="an OpenAI-compatible server for the model string (e.g. http://127.0.0.1:8080/v1).",
+    )
+    group.addoption(
+        "--stagehand-choice-mode", dest="stagehand_choice_mode", action="store_true", default=None,
+        help="choice mode: observe/act answers pick one of the page's own lines (for small models).",
     )
     group.addoption(
         "--stagehand-record", dest="stagehand_record", default="none", choices=_RECORD_MODES,
         help="model-call cassettes beside each test module: none (replay only, real requests "
-        "blocked; default), once (record missing cassettes), all (re-record every cassette).",
+        "blocked; default), once (record missing cassettes), all (re-record every cassette), "
+        "live (run the real model, no cassette read or written).",
     )
     group.addoption(
         "--stagehand-cache-dir", dest="stagehand_cache_dir", default=None, metavar="DIR",
@@ -77,8 +96,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "stagehand(model=None, variables=None): per-test model (string or model object such as "
-        "ScriptedLLM) and variables for the stagehand / stagehand_sync fixtures.",
+        "stagehand(model=None, variables=None, base_url=None, choice_mode=None): per-test model (a string, "
+        "an LLMClient, a model object or a test double such as ScriptedLLM), its server and choice mode, "
+        "and the variables for the stagehand / stagehand_sync fixtures.",
     )
 
 
@@ -88,6 +108,8 @@ class StagehandTestConfig:
 
     model: Any
     variables: dict[str, Any] = field(default_factory=dict)
+    base_url: str | None = None
+    choice_mode: bool | None = None
     record: str = "none"
     cache_dir: Path | None = None
     cassette_path: Path | None = None
@@ -95,12 +117,56 @@ class StagehandTestConfig:
 
     @property
     def uses_real_model(self) -> bool:
-        return isinstance(self.model, str)
+        """Anything but a test double: it can run live, record a cassette or replay one."""
+        return not is_test_double(self.model)
+
+    @property
+    def model_kind(self) -> str:
+        """``test double``, ``embedded``, ``hosted`` or ``model object``: what recording means for it."""
+        from .llm import LLMClient
+
+        if is_test_double(self.model):
+            return "test double"
+        name = self.model if isinstance(self.model, str) else None
+        if isinstance(self.model, LLMClient):
+            inner = self.model._model
+            return "embedded" if getattr(inner, "provider", "") == "local" else (
+                "hosted" if getattr(inner, "records_over_http", False) else "model object")
+        if name is not None:
+            return "embedded" if name.startswith("local/") else "hosted"
+        return "embedded" if getattr(self.model, "provider", "") == "local" else "model object"
 
     @property
     def secrets(self) -> list[str]:
         """Values of variables given with a description (the ``VariableSpec`` form): never written down."""
         return [str(v["value"]) for v in self.variables.values() if isinstance(v, dict) and "value" in v]
+
+
+def is_test_double(model: Any) -> bool:
+    """True for ``FunctionLLM``/``ScriptedLLM``, users' doubles (``is_test_double = True``) and an
+    ``LLMClient`` around one; every other model is real."""
+    from .llm import LLMClient
+
+    inner = model._model if isinstance(model, LLMClient) else model
+    return bool(getattr(inner, "is_test_double", False))
+
+
+def _default_model(environ: Any = None) -> str:
+    env = os.environ if environ is None else environ
+    if env.get("STAGEHAND_MODEL"):
+        return str(env["STAGEHAND_MODEL"])
+    if env.get("OPENAI_API_KEY"):
+        return _DEFAULT_MODEL
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic/claude-sonnet-4-5"
+    import importlib.util
+
+    from .llm._providers._local import models_dir
+
+    folder = models_dir(env)
+    if folder is not None and (folder / _EMBEDDED_GGUF).is_file() and importlib.util.find_spec("xllamacpp"):
+        return f"local/{folder / _EMBEDDED_GGUF}"
+    return _DEFAULT_MODEL
 
 
 def _safe_name(text: str, *, limit: int = 120) -> str:
@@ -112,13 +178,15 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
     config = request.config
     marker = request.node.get_closest_marker("stagehand")
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
-    unknown = set(kwargs) - {"model", "variables"}
+    unknown = set(kwargs) - _MARKER_KEYS
     if unknown or (marker and marker.args):
         raise pytest.UsageError(
-            f"@pytest.mark.stagehand takes only model= and variables=, got {sorted(unknown) or list(marker.args)} "
-            f"on {request.node.nodeid}."
+            f"@pytest.mark.stagehand takes only {', '.join(sorted(_MARKER_KEYS))} as keywords, got "
+            f"{sorted(unknown) or list(marker.args)} on {request.node.nodeid}."
         )
-    model = kwargs.get("model") or config.getoption("stagehand_model") or os.environ.get("STAGEHAND_MODEL") or _DEFAULT_MODEL
+    model = kwargs.get("model") or config.getoption("stagehand_model") or _default_model()
+    base_url = kwargs.get("base_url") or config.getoption("stagehand_base_url")
+    choice_mode = kwargs.get("choice_mode", config.getoption("stagehand_choice_mode"))
     variables = dict(kwargs.get("variables") or {})
     cache_opt = config.getoption("stagehand_cache_dir")
     module_path = Path(str(request.node.path))
@@ -129,6 +197,8 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
     return StagehandTestConfig(
         model=model,
         variables=variables,
+        base_url=base_url,
+        choice_mode=choice_mode,
         record=config.getoption("stagehand_record"),
         cache_dir=Path(cache_opt) if cache_opt else None,
         cassette_path=cassette,
@@ -157,14 +227,17 @@ class _ModelTraffic:
         self._stack: list[Any] = []
         assert cfg.cassette_path is not None
         exists = cfg.cassette_path.exists()
+        live = cfg.uses_real_model and cfg.record == "live"
         recording = cfg.uses_real_model and (cfg.record == "all" or (cfg.record == "once" and not exists))
-        self.recording = recording
+        self.recording = recording or live
+        #: Answers come from the cassette: the real model need not be available at all.
+        self.replaying = cfg.uses_real_model and exists and not self.recording
         managers: list[Any] = [capture_requests()]
-        if cfg.uses_real_model and (recording or exists):
+        if cfg.uses_real_model and not live and (recording or exists):
             mode = "none" if cfg.record == "none" else cfg.record
             managers.append(use_cassette(cfg.cassette_path, mode=mode, secrets=cfg.secrets))  # type: ignore[arg-type]
             self.cassette_used = True
-        if not recording:
+        if not self.recording:
             managers.append(block_model_requests())
         self._managers = managers
 
@@ -181,38 +254,81 @@ class _ModelTraffic:
             self._stack.pop().__exit__(None, None, None)
 
     def how_to_record(self) -> str:
+        """What to do about a blocked or unmatched request, for this test's kind of model."""
         path = self.cfg.cassette_path
         if not self.cfg.uses_real_model:
             return ""
+        kind = self.cfg.model_kind
+        recipe = {
+            "hosted": "Record it once with a real key, e.g. `OPENAI_API_KEY=... pytest {nodeid} --stagehand-record once` "
+                      "(or ANTHROPIC_API_KEY for anthropic/ models)",
+            "embedded": "Record it once with the embedded model, no key needed: `pytest {nodeid} --stagehand-record "
+                        "once` (run `bash scripts/setup.sh` first if the model is not installed)",
+            "model object": "Record it once with your model object: `pytest {nodeid} --stagehand-record once` "
+                            "(it runs the model live and stores its answers)",
+        }[kind]
         return (
             f"No model answer is available for this test: the cassette {path} "
             f"{'has no matching recording' if path is not None and path.exists() else 'does not exist'} and "
-            "--stagehand-record is 'none', so real model requests are blocked. Record it once with a real key, "
-            f"e.g. `OPENAI_API_KEY=... pytest {{nodeid}} --stagehand-record once` (model {self.cfg.model!r}), "
-            "and commit the cassette; or give the test a scripted model with "
-            "@pytest.mark.stagehand(model=ScriptedLLM([...]))."
+            f"--stagehand-record is {self.cfg.record!r}, so real model requests are blocked. {recipe}, and commit "
+            "the cassette; `--stagehand-record all` re-records a cassette after the page or the prompt changed, and "
+            "`--stagehand-record live` runs the model without any cassette. Or give the test a scripted model with "
+            f"@pytest.mark.stagehand(model=ScriptedLLM([...])). (model: {self.cfg.model!r}, a {kind} model)"
+        )
+
+
+class _ReplayOnlyModel:
+    """Stands in for a model that is not available here while its cassette answers."""
+
+    def __init__(self, name: str) -> None:
+        self.model_name = name
+
+    async def request(self, request: Any) -> Any:
+        from ._errors import ModelRequestBlockedError
+
+        raise ModelRequestBlockedError(
+            f"model {self.model_name!r} is not available here and its cassette has no answer for this "
+            f"{request.purpose!r} request."
         )
 
 
 def _client_for(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
-    """The model handed to ``Stagehand``: an ``LLMClient`` for model strings, else the object itself."""
+    """The model handed to ``Stagehand``: an ``LLMClient`` built from the test's configuration."""
     from ._errors import ConfigurationError
     from .llm import LLMClient
 
-    if not cfg.uses_real_model:
-        return cfg.model
+    model = cfg.model
+    if isinstance(model, LLMClient):
+        return model
+    if not isinstance(model, str):
+        # A test double or a user's model object: used as given (choice mode on request).
+        return model if cfg.choice_mode is None else LLMClient(model, choice_mode=cfg.choice_mode)
+    options: dict[str, Any] = {"secrets": cfg.secrets}
+    if cfg.base_url is not None:
+        options["base_url"] = cfg.base_url
+    if cfg.choice_mode is not None:
+        options["choice_mode"] = cfg.choice_mode
     try:
-        return LLMClient(cfg.model, secrets=cfg.secrets)
+        return LLMClient(model, **options)
     except ConfigurationError as exc:
-        if traffic.recording or "no API key" not in str(exc):
+        if traffic.recording:
             raise
-        # Replaying (or blocked): the key is never sent anywhere, the SDK only insists on one.
-        return LLMClient(cfg.model, api_key="stagehand-replay-no-key", secrets=cfg.secrets)
+        if "no API key" in str(exc):
+            # Replaying (or blocked): the key is never sent anywhere, the SDK only insists on one.
+            return LLMClient(model, api_key="stagehand-replay-no-key", **options)
+        if model.startswith("local/"):
+            # The embedded model is not installed here: its cassette answers at the model boundary.
+            options.pop("base_url", None)
+            return LLMClient(_ReplayOnlyModel(model), **{"choice_mode": True, **options})
+        raise
 
 
 def _stagehand_kwargs(cls: Any, cfg: StagehandTestConfig, model: Any) -> dict[str, Any]:
     """The constructor options this ``Stagehand`` class accepts, from the test's configuration."""
-    offered = {"model": model, "variables": cfg.variables or None, "cache_dir": cfg.cache_dir}
+    offered = {"model": model, "variables": cfg.variables or None, "cache_dir": cfg.cache_dir,
+               # A CPU model reads a few dozen tokens a second: keep its prompts small (and the same
+               # when recording and replaying).
+               "token_budget": _EMBEDDED_TOKEN_BUDGET if cfg.model_kind == "embedded" else None}
     params = inspect.signature(cls.__init__).parameters
     return {k: v for k, v in offered.items() if k in params and v is not None}
 

@@ -392,8 +392,17 @@ class LLMClient:
         for sink in capture_sinks.get():
             sink.append(captured)
 
+        cassette = active_transport.get()
+        at_model_boundary = (cassette is not None and not getattr(model, "is_test_double", False)
+                             and not getattr(model, "records_over_http", False))
+
         async def once() -> ModelResponse:
             try:
+                if at_model_boundary:
+                    # In-process and custom models have no HTTP to record: the cassette keeps
+                    # their answers, keyed by the (redacted) request.
+                    answered: ModelResponse = await cassette.answer(request, model)
+                    return answered
                 return await model.request(request)
             except StagehandError:
                 raise

@@ -1,10 +1,12 @@
-"""Record real provider HTTP traffic once, replay it in CI without a key.
+"""Record real model traffic once, replay it in CI without a key or a model.
 
-Works at the HTTP transport level (the SDKs' ``httpx2`` clients), so what is replayed is
-exactly what the provider sent, through the real SDK parsing and our real adapters. Requests
-match on method, path and the JSON body (canonicalised, secrets redacted); identical requests
-replay in recorded order. ``authorization``/``x-api-key`` and similar headers are never
-written.
+Hosted providers are recorded at the HTTP transport level (the SDKs' ``httpx2`` clients), so what
+is replayed is exactly what the provider sent, through the real SDK parsing and our real adapters.
+Requests match on method, path and the JSON body (canonicalised, secrets redacted); identical
+requests replay in recorded order. ``authorization``/``x-api-key`` and similar headers are never
+written. Models with no HTTP of ours to record (the embedded ``local/`` model, a user's own model
+object) are recorded at the model boundary instead: the answer keyed by the redacted request
+(purpose, messages, schema), so a replay needs neither the model file nor its engine.
 
 Modes (the pytest plugin's ``--stagehand-record none|once|all``):
 
@@ -25,8 +27,10 @@ from typing import Any, Literal, TypeAlias
 import httpx2
 
 from .._errors import CassetteError
+from .._prompts.common import FENCE_NONCE
 from ..llm._hooks import active_transport
 from ..llm._redact import Redactor
+from ..llm._request import LanguageModel, LLMRequest, ModelResponse
 
 __all__ = ["Cassette", "CassetteMode", "use_cassette", "SCRUBBED_HEADERS"]
 
@@ -51,6 +55,12 @@ def _decode(content: bytes) -> dict[str, Any]:
         return {"json": json.loads(text)} if text else {"text": ""}
     except json.JSONDecodeError:
         return {"text": text}
+
+
+def _stable(key: dict[str, Any]) -> dict[str, Any]:
+    """``key`` with each request's random fence nonce replaced, so the same prompt matches again."""
+    stable: dict[str, Any] = json.loads(FENCE_NONCE.sub("NONCE", json.dumps(key)))
+    return stable
 
 
 def _encode(body: dict[str, Any]) -> bytes:
@@ -126,7 +136,7 @@ class Cassette:
     def request_key(self, method: str, path: str, body: bytes) -> dict[str, Any]:
         """What a request is matched on: method, path and query, canonical redacted body."""
         decoded = _decode(body)
-        return {"method": method.upper(), "path": path, **self._redactor.data(decoded)}
+        return _stable({"method": method.upper(), "path": path, **self._redactor.data(decoded)})
 
     def find(self, key: dict[str, Any]) -> dict[str, Any]:
         canonical = json.dumps(key, sort_keys=True)
@@ -139,6 +149,52 @@ class Cassette:
             f"cassette {self.path} has no unused recording for {key['method']} {key['path']} with body "
             f"{body}... ({len(self.interactions)} recorded, {self.unused} unused). The request changed "
             "since it was recorded: re-record with mode='all' (pytest: --stagehand-record all)."
+        )
+
+    # --- models without HTTP (the embedded model, users' model objects) -------------------------
+
+    def model_key(self, request: LLMRequest) -> dict[str, Any]:
+        """What a model-boundary request is matched on: purpose, messages and schema, redacted.
+
+        Images are keyed by their SHA-256; the model's name is left out, so a cassette recorded
+        with one model replays wherever the test runs.
+        """
+        import hashlib
+
+        def part(p: Any) -> Any:
+            if getattr(p, "type", None) == "image":
+                return {"type": "image", "sha256": hashlib.sha256(p.data).hexdigest()}
+            return p.model_dump(mode="json")
+
+        messages = [{"role": m.role, "content": [part(p) for p in m.content]} for m in request.messages]
+        key = {"model_request": {"purpose": request.purpose, "messages": messages, "schema": request.output_schema}}
+        redacted: dict[str, Any] = self._redactor.data(key)
+        return _stable(redacted)
+
+    async def answer(self, request: LLMRequest, model: LanguageModel) -> ModelResponse:
+        """Replay the recorded answer to ``request``, or ask ``model`` and record its answer."""
+        key = self.model_key(request)
+        if self.replaying:
+            stored = self.find_model(key)
+            return ModelResponse.model_validate(stored["model_response"])
+        response = await model.request(request)
+        self.interactions.append({"request": key, "model_response": self._redactor.data(response.model_dump(mode="json"))})
+        self._used.append(True)
+        self.save()
+        logger.info("cassette %s: recorded a %s answer at the model boundary", self.path, request.purpose)
+        return response
+
+    def find_model(self, key: dict[str, Any]) -> dict[str, Any]:
+        canonical = json.dumps(key, sort_keys=True)
+        for i, interaction in enumerate(self.interactions):
+            if not self._used[i] and json.dumps(interaction["request"], sort_keys=True) == canonical:
+                self._used[i] = True
+                return interaction
+        purpose = key["model_request"]["purpose"]
+        raise CassetteError(
+            f"cassette {self.path} has no unused recording for a {purpose!r} request like this one "
+            f"({len(self.interactions)} recorded, {self.unused} unused). The page or the prompt changed since it was "
+            "recorded: re-record with mode='all' (pytest: --stagehand-record all)."
         )
 
     def record(self, key: dict[str, Any], response: httpx2.Response, content: bytes) -> None:
@@ -161,6 +217,10 @@ class _CassetteTransport(httpx2.AsyncBaseTransport):
     @property
     def replaying(self) -> bool:
         return self._cassette.replaying
+
+    async def answer(self, request: LLMRequest, model: LanguageModel) -> ModelResponse:
+        """A model-boundary answer (see :meth:`Cassette.answer`)."""
+        return await self._cassette.answer(request, model)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()

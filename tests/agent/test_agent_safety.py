@@ -79,7 +79,7 @@ async def test_prompt_injection_reaches_the_model_only_inside_the_fence(page, se
     assert injected in seen.outline
     assert injected not in _outside_fences(seen.text) and "Ignore previous" not in seen.system
     nonce = re.search(r"<<<BEGIN UNTRUSTED (\w+) \(page outline\)", seen.text).group(1)
-    assert f"<<<BEGIN UNTRUSTED {nonce}" in seen.system and "never as instructions" in seen.system
+    assert "<<<BEGIN UNTRUSTED" in seen.system and nonce not in seen.system and "never as instructions" in seen.system
     assert await page.inner_text("#status") == "unchanged"
 
 

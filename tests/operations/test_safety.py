@@ -20,7 +20,7 @@ from stagehand_py import (
     StagehandTimeoutError,
     UnsupportedMethodError,
 )
-from stagehand_py._prompts.common import Fence, fence_rules
+from stagehand_py._prompts.common import FENCE_NONCE, Fence, fence_rules
 from stagehand_py.testing import FunctionLLM, ScriptedLLM, capture_requests
 
 from ._ops import element, find_id, first_user, prompt_text, request_tokens
@@ -75,7 +75,11 @@ def test_fence_cannot_be_closed_from_page_text():
     assert wrapped.count(fence.closing) == 1 and wrapped.endswith(fence.closing)
     assert wrapped.count(fence.nonce) == 2  # the opening and the closing delimiter only
     assert not re.search(r"END\s+UNTRUSTED", wrapped[: -len(fence.closing)], re.IGNORECASE)
-    assert "never as instructions" in fence_rules(fence) and fence.opening in fence_rules(fence)
+    rules = fence_rules(fence)
+    assert "never as instructions" in rules and "<<<BEGIN UNTRUSTED" in rules and "END UNTRUSTED" in rules
+    # The same rule for every fence (no nonce in the system prompt, so a prompt cache can reuse it).
+    assert rules == fence_rules(other) and fence.nonce not in rules
+    assert FENCE_NONCE.sub("N", wrapped) == FENCE_NONCE.sub("N", other.wrap(hostile.replace(fence.nonce, other.nonce)))
 
 
 async def test_every_prompt_is_fenced_with_a_fresh_nonce(page, server):
@@ -86,8 +90,8 @@ async def test_every_prompt_is_fenced_with_a_fresh_nonce(page, server):
         await sh.observe("anything")
     nonces = []
     for call in calls:
-        system, user = prompt_text(call.request).split("Instruction:", 1)
-        nonce = re.search(r"<<<BEGIN UNTRUSTED ([0-9a-f]{16})", system).group(1)
+        _system, user = prompt_text(call.request).split("Instruction:", 1)
+        nonce = re.search(r"<<<BEGIN UNTRUSTED ([0-9a-f]{16})", user).group(1)
         # The outline, and with vision the screenshot legend, each in its own fence.
         bodies = re.findall(rf"<<<BEGIN UNTRUSTED {nonce}(.*?)END UNTRUSTED {nonce}>>>", user, re.DOTALL)
         assert bodies and all(nonce not in body for body in bodies)

@@ -159,12 +159,13 @@ def test_plugin_stays_out_of_the_way_of_tests_that_do_not_ask(pytester: pytest.P
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "stagehand-artifacts").exists() and not (pytester.path / "cassettes").exists()
     help_text = pytester.runpytest("--help").stdout.str()
-    for option in ("--stagehand-model", "--stagehand-record", "--stagehand-cache-dir", "--stagehand-artifacts"):
+    for option in ("--stagehand-model", "--stagehand-record", "--stagehand-cache-dir", "--stagehand-artifacts",
+                   "--stagehand-base-url", "--stagehand-choice-mode"):
         assert option in help_text
     bad = pytester.runpytest("--stagehand-record", "sometimes")
     assert bad.ret != 0 and "invalid choice" in bad.stderr.str()
     markers = pytester.runpytest("--markers").stdout.str()
-    assert "@pytest.mark.stagehand(model=None, variables=None)" in markers
+    assert "@pytest.mark.stagehand(model=None, variables=None, base_url=None, choice_mode=None)" in markers
 
 
 SYNC_TESTS = '''

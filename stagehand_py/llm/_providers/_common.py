@@ -137,6 +137,9 @@ def own_error(exc: BaseException) -> StagehandError | None:
 
 
 class HTTPProviderModel:
+    #: Cassettes record this model's HTTP traffic (through the SDK), not its answers.
+    records_over_http = True
+
     """What the provider adapters share: configuration, the lazily made SDK client (one per
     active cassette transport), and the request template whose ``except`` clause is the one
     place SDK errors are translated.
