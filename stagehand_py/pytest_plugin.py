@@ -223,6 +223,7 @@ class _ModelTraffic:
 
         self.cfg = cfg
         self.calls: list[CapturedCall] = []
+        self.cassette: Any = None
         self.cassette_used = False
         self._stack: list[Any] = []
         assert cfg.cassette_path is not None
@@ -246,6 +247,8 @@ class _ModelTraffic:
             value = manager.__enter__()
             if isinstance(value, list):
                 self.calls = value
+            elif value is not None and hasattr(value, "recorded_with"):
+                self.cassette = value
             self._stack.append(manager)
         return self
 
@@ -294,6 +297,27 @@ class _ReplayOnlyModel:
 
 def _client_for(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
     """The model handed to ``Stagehand``: an ``LLMClient`` built from the test's configuration."""
+    from .llm import LLMClient
+
+    model = cfg.model
+    cassette = traffic.cassette
+    if traffic.replaying and cassette is not None and cassette.at_model_boundary:
+        # Recorded at the model boundary: ask the way the recording did; no model is needed.
+        recorded = cassette.recorded_with
+        return LLMClient(_ReplayOnlyModel(str(recorded.get("model", model))), secrets=cfg.secrets,
+                         choice_mode=bool(recorded.get("choice_mode", cfg.choice_mode or False)))
+    client = _real_client(cfg, traffic)
+    if cassette is not None and not traffic.replaying:
+        cassette.recorded_with = {"model": str(client._model_label), "choice_mode": client.choice_mode,
+                                  "token_budget": _token_budget(cfg)}
+    return client
+
+
+def _token_budget(cfg: StagehandTestConfig) -> int | None:
+    return _EMBEDDED_TOKEN_BUDGET if cfg.model_kind == "embedded" else None
+
+
+def _real_client(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
     from ._errors import ConfigurationError
     from .llm import LLMClient
 
@@ -301,8 +325,10 @@ def _client_for(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
     if isinstance(model, LLMClient):
         return model
     if not isinstance(model, str):
-        # A test double or a user's model object: used as given (choice mode on request).
-        return model if cfg.choice_mode is None else LLMClient(model, choice_mode=cfg.choice_mode)
+        # A test double or a user's model object (choice mode on request).
+        if cfg.choice_mode is None:
+            return LLMClient(model, secrets=cfg.secrets)
+        return LLMClient(model, secrets=cfg.secrets, choice_mode=cfg.choice_mode)
     options: dict[str, Any] = {"secrets": cfg.secrets}
     if cfg.base_url is not None:
         options["base_url"] = cfg.base_url
@@ -323,12 +349,14 @@ def _client_for(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
         raise
 
 
-def _stagehand_kwargs(cls: Any, cfg: StagehandTestConfig, model: Any) -> dict[str, Any]:
+def _stagehand_kwargs(cls: Any, cfg: StagehandTestConfig, model: Any, traffic: _ModelTraffic) -> dict[str, Any]:
     """The constructor options this ``Stagehand`` class accepts, from the test's configuration."""
+    budget = _token_budget(cfg)
+    if traffic.replaying and traffic.cassette is not None:
+        budget = traffic.cassette.recorded_with.get("token_budget", budget)  # prompts as when recorded
     offered = {"model": model, "variables": cfg.variables or None, "cache_dir": cfg.cache_dir,
-               # A CPU model reads a few dozen tokens a second: keep its prompts small (and the same
-               # when recording and replaying).
-               "token_budget": _EMBEDDED_TOKEN_BUDGET if cfg.model_kind == "embedded" else None}
+               # A CPU model reads a few dozen tokens a second: keep its prompts small.
+               "token_budget": budget}
     params = inspect.signature(cls.__init__).parameters
     return {k: v for k, v in offered.items() if k in params and v is not None}
 
@@ -519,7 +547,7 @@ if pytest_asyncio is not None:
         with _ModelTraffic(stagehand_config) as traffic:
             item.stash[_TRAFFIC] = traffic
             model = _client_for(stagehand_config, traffic)
-            sh = Stagehand(_stagehand_async_page, **_stagehand_kwargs(Stagehand, stagehand_config, model))
+            sh = Stagehand(_stagehand_async_page, **_stagehand_kwargs(Stagehand, stagehand_config, model, traffic))
             try:
                 yield sh
                 if _failed(item):
@@ -581,7 +609,8 @@ def stagehand_sync(request: pytest.FixtureRequest, stagehand_config: StagehandTe
     try:
         with _ModelTraffic(stagehand_config) as traffic:
             item.stash[_TRAFFIC] = traffic
-            sh = Stagehand(page, **_stagehand_kwargs(Stagehand, stagehand_config, _client_for(stagehand_config, traffic)))
+            sh = Stagehand(page, **_stagehand_kwargs(Stagehand, stagehand_config, _client_for(stagehand_config, traffic),
+                                                 traffic))
             try:
                 yield sh
                 if _failed(item):

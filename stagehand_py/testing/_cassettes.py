@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,10 +58,44 @@ def _decode(content: bytes) -> dict[str, Any]:
         return {"text": text}
 
 
-def _stable(key: dict[str, Any]) -> dict[str, Any]:
-    """``key`` with each request's random fence nonce replaced, so the same prompt matches again."""
-    stable: dict[str, Any] = json.loads(FENCE_NONCE.sub("NONCE", json.dumps(key)))
-    return stable
+#: An element id of the outline (``0-42``): the browser numbers nodes differently from run to run.
+_ELEMENT_ID = re.compile(r"(?<![\w.])\d+-\d+(?![\w.])")
+_ID_SLOT = re.compile(r"<id\d+>")
+
+
+class _Ids:
+    """Element ids of one request, numbered in order of first appearance.
+
+    A recording stores ``<id1>``, ``<id2>``, ... in place of the ids it saw, in the request and in
+    the answer, so that a replay on the same page matches even when the browser numbered its nodes
+    differently, and the replayed answer names this run's ids.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.slots: dict[str, str] = {}
+        for token in _ELEMENT_ID.findall(text):
+            self.slots.setdefault(token, f"<id{len(self.slots) + 1}>")
+
+    def hide(self, text: str) -> str:
+        return _ELEMENT_ID.sub(lambda m: self.slots.get(m.group(0), m.group(0)), text)
+
+    def show(self, text: str) -> str:
+        ids = {slot: token for token, slot in self.slots.items()}
+        return _ID_SLOT.sub(lambda m: ids.get(m.group(0), m.group(0)), text)
+
+
+def _stable(key: dict[str, Any]) -> tuple[dict[str, Any], _Ids]:
+    """``key`` with each request's random fence nonce and its element ids replaced, so the same
+    prompt on the same page matches again; and the ids, to translate the answer."""
+    text = FENCE_NONCE.sub("NONCE", json.dumps(key))
+    ids = _Ids(text)
+    stable: dict[str, Any] = json.loads(ids.hide(text))
+    return stable, ids
+
+
+def _translate(data: Any, convert: Any) -> Any:
+    """``data`` (JSON-like) with ``convert`` applied to its JSON text."""
+    return json.loads(convert(json.dumps(data)))
 
 
 def _encode(body: dict[str, Any]) -> bytes:
@@ -98,6 +133,9 @@ class Cassette:
             )
         #: True when requests are answered from the file and never reach the network.
         self.replaying = mode == "none" or (mode == "once" and exists)
+        #: How the answers were produced, for a replay that must ask the same way (the pytest
+        #: plugin keeps the model's name, choice mode and token budget here).
+        self.recorded_with: dict[str, Any] = {}
         self.interactions: list[dict[str, Any]] = self._load() if self.replaying else []
         self._used = [False] * len(self.interactions)
         self.transport = _CassetteTransport(self)
@@ -119,6 +157,7 @@ class Cassette:
             interactions = data["interactions"]
             if not isinstance(interactions, list):
                 raise TypeError("interactions is not a list")
+            self.recorded_with = dict(data.get("recorded_with") or {})
             return interactions
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CassetteError(
@@ -128,22 +167,36 @@ class Cassette:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"version": _FORMAT_VERSION, "interactions": self.interactions}
+        data: dict[str, Any] = {"version": _FORMAT_VERSION, "interactions": self.interactions}
+        if self.recorded_with:
+            data["recorded_with"] = self.recorded_with
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(self.path)
 
-    def request_key(self, method: str, path: str, body: bytes) -> dict[str, Any]:
+    def request_key(self, method: str, path: str, body: bytes) -> tuple[dict[str, Any], _Ids]:
         """What a request is matched on: method, path and query, canonical redacted body."""
         decoded = _decode(body)
         return _stable({"method": method.upper(), "path": path, **self._redactor.data(decoded)})
 
-    def find(self, key: dict[str, Any]) -> dict[str, Any]:
+    def _take(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        """The first unused interaction recorded for ``key`` (marked used), or None."""
         canonical = json.dumps(key, sort_keys=True)
         for i, interaction in enumerate(self.interactions):
             if not self._used[i] and json.dumps(interaction["request"], sort_keys=True) == canonical:
                 self._used[i] = True
                 return interaction
+        return None
+
+    @property
+    def at_model_boundary(self) -> bool:
+        """True when the recorded answers are a model's, not HTTP exchanges."""
+        return any("model_response" in interaction for interaction in self.interactions)
+
+    def find(self, key: dict[str, Any]) -> dict[str, Any]:
+        found = self._take(key)
+        if found is not None:
+            return found
         body = json.dumps(key.get("json", key.get("text")), sort_keys=True)[:300]
         raise CassetteError(
             f"cassette {self.path} has no unused recording for {key['method']} {key['path']} with body "
@@ -153,7 +206,7 @@ class Cassette:
 
     # --- models without HTTP (the embedded model, users' model objects) -------------------------
 
-    def model_key(self, request: LLMRequest) -> dict[str, Any]:
+    def model_key(self, request: LLMRequest) -> tuple[dict[str, Any], _Ids]:
         """What a model-boundary request is matched on: purpose, messages and schema, redacted.
 
         Images are keyed by their SHA-256; the model's name is left out, so a cassette recorded
@@ -173,23 +226,22 @@ class Cassette:
 
     async def answer(self, request: LLMRequest, model: LanguageModel) -> ModelResponse:
         """Replay the recorded answer to ``request``, or ask ``model`` and record its answer."""
-        key = self.model_key(request)
+        key, ids = self.model_key(request)
         if self.replaying:
             stored = self.find_model(key)
-            return ModelResponse.model_validate(stored["model_response"])
+            return ModelResponse.model_validate(_translate(stored["model_response"], ids.show))
         response = await model.request(request)
-        self.interactions.append({"request": key, "model_response": self._redactor.data(response.model_dump(mode="json"))})
+        answer = _translate(self._redactor.data(response.model_dump(mode="json")), ids.hide)
+        self.interactions.append({"request": key, "model_response": answer})
         self._used.append(True)
         self.save()
         logger.info("cassette %s: recorded a %s answer at the model boundary", self.path, request.purpose)
         return response
 
     def find_model(self, key: dict[str, Any]) -> dict[str, Any]:
-        canonical = json.dumps(key, sort_keys=True)
-        for i, interaction in enumerate(self.interactions):
-            if not self._used[i] and json.dumps(interaction["request"], sort_keys=True) == canonical:
-                self._used[i] = True
-                return interaction
+        found = self._take(key)
+        if found is not None:
+            return found
         purpose = key["model_request"]["purpose"]
         raise CassetteError(
             f"cassette {self.path} has no unused recording for a {purpose!r} request like this one "
@@ -197,15 +249,13 @@ class Cassette:
             "recorded: re-record with mode='all' (pytest: --stagehand-record all)."
         )
 
-    def record(self, key: dict[str, Any], response: httpx2.Response, content: bytes) -> None:
+    def record(self, key: dict[str, Any], response: httpx2.Response, content: bytes, ids: _Ids) -> None:
         headers = {
             k.lower(): v for k, v in response.headers.items()
             if k.lower() not in SCRUBBED_HEADERS and k.lower() not in _DROPPED_RESPONSE_HEADERS
         }
-        self.interactions.append({
-            "request": key,
-            "response": {"status": response.status_code, "headers": headers, **self._redactor.data(_decode(content))},
-        })
+        body = _translate(self._redactor.data(_decode(content)), ids.hide)
+        self.interactions.append({"request": key, "response": {"status": response.status_code, "headers": headers, **body}})
         self._used.append(True)
         self.save()
 
@@ -225,9 +275,9 @@ class _CassetteTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         path = request.url.raw_path.decode("ascii", errors="replace")
-        key = self._cassette.request_key(request.method, path, body)
+        key, ids = self._cassette.request_key(request.method, path, body)
         if self._cassette.replaying:
-            stored = self._cassette.find(key)["response"]
+            stored = _translate(self._cassette.find(key)["response"], ids.show)
             return httpx2.Response(
                 stored["status"], headers=stored.get("headers", {}), content=_encode(stored), request=request
             )
@@ -237,7 +287,7 @@ class _CassetteTransport(httpx2.AsyncBaseTransport):
         response = await real.handle_async_request(request)
         content = await response.aread()
         await response.aclose()
-        self._cassette.record(key, response, content)
+        self._cassette.record(key, response, content, ids)
         logger.info("cassette %s: recorded %s %s -> %d", self._cassette.path, request.method, path, response.status_code)
         headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _DROPPED_RESPONSE_HEADERS]
         return httpx2.Response(response.status_code, headers=headers, content=content, request=request)
