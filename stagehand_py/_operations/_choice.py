@@ -27,9 +27,9 @@ from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_blo
 from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
 from ..llm import ImagePart, LLMClient, SystemMessage, UserMessage
-from ._common import ask, prompt_tokens, reask_reserve
+from ._common import _terms, ask, prompt_tokens, reask_reserve
 
-__all__ = ["ACTIONABLE_ROLES", "ask_elements", "candidates", "elements_from_choices"]
+__all__ = ["ACTIONABLE_ROLES", "MAX_CHOICES", "ask_elements", "candidates", "elements_from_choices"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -80,14 +80,38 @@ def elements_from_choices(answer: dict[str, Any], choices: dict[str, str]) -> li
     return elements
 
 
-def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: int) -> dict[str, str]:
-    """``choices`` cut from the end until ``fixed(choices)`` (the request's tokens) fits ``limit``."""
-    lines = list(choices)
-    while lines and fixed(lines) > limit:
-        lines = lines[: max(0, len(lines) - max(1, len(lines) // 10))]
-    if len(lines) < len(choices):
-        logger.info("choice mode: %d of %d choices fit the token budget", len(lines), len(choices))
-    return {line: choices[line] for line in lines}
+#: More choices than this are cut to the ones most relevant to the instruction: every choice is
+#: written twice (in the prompt and in the answer's enum), and a CPU model pays for each token.
+MAX_CHOICES = 40
+
+
+def _by_relevance(lines: Sequence[str], instruction: str | None) -> list[str]:
+    """``lines`` most relevant to ``instruction`` first (words in common), page order on ties."""
+    terms = _terms(instruction or "")
+    if not terms:
+        return list(lines)
+
+    def score(line: str) -> int:
+        words = set(_terms(line.rsplit(" [", 1)[0]))
+        return sum(1 for t in terms if any(w.startswith(t) or t.startswith(w) for w in words))
+
+    return sorted(lines, key=lambda line: -score(line))  # sorted() is stable: page order on ties
+
+
+def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: int,
+         instruction: str | None = None) -> dict[str, str]:
+    """``choices`` without the least relevant ones until ``fixed(choices)`` (the request's tokens)
+    fits ``limit`` and at most :data:`MAX_CHOICES` remain (with an instruction); page order kept."""
+    ranked = _by_relevance(list(choices), instruction)
+    if instruction and _terms(instruction):
+        ranked = ranked[:MAX_CHOICES]
+    while ranked and fixed([line for line in choices if line in set(ranked)]) > limit:
+        ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 10))]
+    kept = set(ranked)
+    if len(kept) < len(choices):
+        logger.info("choice mode: %d of %d choices kept (most relevant first, within the token budget)",
+                    len(kept), len(choices))
+    return {line: eid for line, eid in choices.items() if line in kept}
 
 
 async def ask_elements(
@@ -103,13 +127,15 @@ async def ask_elements(
     secrets: Iterable[str],
     check: Callable[[Any], tuple[list[str], list[T]]],
     images: Sequence[ImagePart] = (),
+    instruction: str | None = None,
 ) -> list[T]:
     """:func:`~stagehand_py._operations._common.ask` for an element answer (``ObserveAnswer`` or
     ``ActAnswer``), in choice mode when the client asks for it.
 
     ``outline`` is the page text shown in ``user`` (its actionable lines become the choices);
     ``check`` receives the answer as ``answer`` either way. A chunk with no actionable element
-    costs no request in choice mode: nothing could be chosen.
+    costs no request in choice mode: nothing could be chosen. ``instruction`` ranks the choices
+    when they must be cut.
     """
     if not client.choice_mode:
         return await ask(client, system, user, answer, purpose=purpose, secrets=secrets, check=check, images=images)
@@ -125,7 +151,7 @@ async def ask_elements(
         text = f"{user}\n\n{choices_block(lines, fence, single=single)}"
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
-    choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget))
+    choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction)
     if not choices:
         raise ConfigurationError(
             f"choice mode: token_budget={token_budget} leaves no room for a single choice next to the prompt; "

@@ -131,7 +131,7 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
         heal_user(action.description, action.method, action.arguments, best.text, fence,
                   part=(best.index + 1, len(parts)) if len(parts) > 1 else None),
         ObserveAnswer, outline=best.text, fence=fence, token_budget=ctx.token_budget,
-        purpose="heal", secrets=ctx.secrets(), check=check,
+        purpose="heal", secrets=ctx.secrets(), check=check, instruction=action.description,
     )
     if not found:
         return None
@@ -180,7 +180,7 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
             system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
         actions = await ask_elements(client, system, user, ActAnswer, outline=chunk.text, fence=fence,
                                      token_budget=ctx.token_budget, purpose="act", secrets=ctx.secrets(), check=check,
-                                     images=images)
+                                     images=images, instruction=instruction)
         if actions:
             return actions[0], opens and actions[0].method == "click"
     return None, False
@@ -211,7 +211,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
         ctx.get_client(), act_system(fence),
         dropdown_user(instruction, clicked.description, best.text, fence, variables=variables),
         ActAnswer, outline=best.text, fence=fence, token_budget=ctx.token_budget, purpose="act", secrets=ctx.secrets(),
-        check=lambda out: check_elements(out.elements[:1], snapshot, variables),
+        check=lambda out: check_elements(out.elements[:1], snapshot, variables), instruction=instruction,
     )
     remember(ctx, snapshot, actions[:1])
     return actions[0] if actions else None

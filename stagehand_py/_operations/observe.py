@@ -157,6 +157,7 @@ async def observe(
             client, system, user, ObserveAnswer, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
             purpose="observe", secrets=ctx.secrets(),
             check=lambda out: check_elements(out.elements, snapshot, variables), images=images,
+            instruction=instruction,
         )
         if actions:
             break

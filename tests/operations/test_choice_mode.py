@@ -194,3 +194,28 @@ def test_choices_are_cut_from_the_end_until_the_request_fits() -> None:
     kept = _fit(choices, lambda lines: 10 * len(lines), 455)
     assert list(kept) == list(choices)[: len(kept)] and 40 <= len(kept) <= 45
     assert _fit(choices, lambda lines: 10 * len(lines), 5000) == choices
+
+
+async def test_many_choices_are_cut_to_the_most_relevant_keeping_the_target(page, server):
+    # 100 buttons; the one asked for is near the end of the page. Choices beyond MAX_CHOICES are
+    # cut by relevance to the instruction, not from the end, so the target stays.
+    from stagehand_py._operations._choice import MAX_CHOICES
+    from stagehand_py.llm import LLMClient
+
+    buttons = "".join(f"<button>Item {i} details</button>" for i in range(100))
+    await page.goto(server.url("index.html"))
+    await page.set_content(f"<h1>Items</h1>{buttons}")
+    seen: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict:
+        seen.append(enum_of(request))
+        return {"elements": [choose(request, r"button: Item 87 details \[.*\]")]}
+
+    sh = Stagehand(page, model=LLMClient(FunctionLLM(model), choice_mode=True))
+    [action] = await sh.observe("the Item 87 details button")
+    assert action.description == "button: Item 87 details"
+    assert len(seen[0]) <= MAX_CHOICES and any("Item 87 details" in c for c in seen[0])
+    # The control: with no instruction there is nothing to rank by, so nothing is cut.
+    seen.clear()
+    await sh.observe()
+    assert len(seen[0]) == 100  # every button
