@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar, Unpack, overload
 
 from playwright.async_api import Page
 from pydantic import BaseModel
@@ -91,6 +91,10 @@ class Stagehand:
 
     Use it as an async context manager to close it automatically.
     """
+
+    #: Marks the class the agent hands to tools that ask for the browser (see
+    #: :func:`stagehand_py.agent.tool_from_function`), without the agent importing it.
+    _is_agent_driver: ClassVar[bool] = True
 
     def __init__(
         self,

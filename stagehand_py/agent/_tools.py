@@ -135,8 +135,6 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
     tool is pure and does not wait for the browser. The return value is shown to the model
     (as JSON when it is not a string).
     """
-    from .._stagehand import Stagehand
-
     tool_name = name or fn.__name__
     if not tool_name.isidentifier() or tool_name in TOOL_DESCRIPTIONS:
         raise InvalidArgumentError(
@@ -148,7 +146,9 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
     inject: str | None = None
     for pname, param in sig.parameters.items():
         annotation = hints.get(pname, inspect.Parameter.empty)
-        if annotation is Stagehand or pname == "stagehand":
+        # The driver is recognised by a class marker, not imported: the agent must not import its
+        # caller (Stagehand imports the agent).
+        if getattr(annotation, "_is_agent_driver", False) is True or pname == "stagehand":
             inject = pname
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
