@@ -19,7 +19,7 @@ from stagehand_py.llm import LocalModel
 MODEL = require_local_model()
 pytestmark = pytest.mark.real_model
 
-FORM = """<!doctype html><title>Sign in</title><main><h1>Sign in</h1>
+FORM = """<!doctype html><title>Sign in</title><main><h1>Members area</h1>
 <form onsubmit="event.preventDefault(); document.getElementById('status').textContent =
   'Signed in as ' + this.user.value + (this.pw.value === 'pw-canary-91' ? ' (password ok)' : ' (bad password)')">
 <label>Username <input name=user></label> <label>Password <input name=pw type=password></label>
@@ -55,7 +55,8 @@ async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: 
         assert await sh.page.input_value("input[name=user]") == "ada"
         result = await sh.act("click the Sign in button")
         assert result.success, result
-        assert await sh.page.inner_text("#status") == "Signed in as ada (password ok)"
+        # The plan may already have submitted the form; either way the one submit button was used.
+        assert await sh.page.inner_text("#status") == "Signed in as ada (password ok)", (plan, result)
         plans = await sh.extract("the plans and their prices", schema=Plans)
         assert {(p.name, p.price.replace(" per month", "")) for p in plans.plans} >= {("Basic", "$5"), ("Pro", "$12")}
         assert sh.metrics.total.requests >= 3
