@@ -45,7 +45,7 @@ from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
 from ._types import Action, ActionMethod, ActResult, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from .agent import Agent, AgentEvent, AgentResult, AgentStatus, AgentStep, EvaluateResult
-from .snapshot import OutlineChunk, Snapshot
+from .snapshot import OutlineChunk, Snapshot, SnapshotElement
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,7 @@ __all__ = [
     "StagehandOptions",
     "LLMOptions",
     "Snapshot",
+    "SnapshotElement",
     "OutlineChunk",
     "Action",
     "ActionMethod",

@@ -25,6 +25,7 @@ TOP_LEVEL = {
     "StagehandOptions",
     "LLMOptions",
     "Snapshot",
+    "SnapshotElement",
     "OutlineChunk",
     "Action",
     "ActionMethod",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,7 +26,7 @@ from PIL import Image
 from .._actions._js import load_js
 from .._actions._resolve import parse_canonical_xpath, resolve_element
 from .._errors import ElementNotFoundError, InvalidArgumentError, StagehandError
-from ..snapshot import Snapshot
+from ..snapshot import ACTIONABLE_ROLES, Snapshot, parse_outline
 from ._image import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_PIXELS,
@@ -49,12 +48,6 @@ __all__ = ["ACTIONABLE_ROLES", "Screenshot", "actionable_ids", "annotated_screen
 
 logger = logging.getLogger("stagehand_py._vision")
 
-#: Outline roles that get a numbered box.
-ACTIONABLE_ROLES = frozenset({
-    "button", "link", "checkbox", "radio", "textbox", "searchbox", "combobox", "listbox", "option",
-    "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider", "spinbutton", "treeitem",
-})
-_OUTLINE_LINE = re.compile(r"^\s*\[(\d+-\d+)\] ([^:\s]+)")
 #: Smallest visible side (CSS px) for a box to be drawn.
 _MIN_SIDE = 2.0
 #: Each pass that is still over max_bytes shrinks the image by this factor, down to _MIN_SCALE.
@@ -119,12 +112,7 @@ class Screenshot:
 
 def actionable_ids(tree: str) -> list[str]:
     """Ids of the outline's actionable elements (:data:`ACTIONABLE_ROLES`), in outline order."""
-    ids: list[str] = []
-    for line in tree.split("\n"):
-        match = _OUTLINE_LINE.match(line)
-        if match and match.group(2).lower() in ACTIONABLE_ROLES:
-            ids.append(match.group(1))
-    return ids
+    return [element.id for element in parse_outline(tree) if element.actionable]
 
 
 def _steps_payload(xpath: str) -> list[dict[str, Any]] | None:

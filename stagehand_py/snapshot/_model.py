@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from .._errors import InvalidArgumentError
+from ._records import SnapshotElement, parse_line, parse_outline
 
 __all__ = ["OutlineChunk", "Snapshot", "estimate_tokens", "split_outline"]
 
@@ -136,6 +137,20 @@ class Snapshot:
     def ids(self) -> list[str]:
         """Element ids in outline order."""
         return [m.group(1) for line in self.tree.split("\n") if (m := _LINE_ID.match(line))]
+
+    @property
+    def elements(self) -> list[SnapshotElement]:
+        """Every line as a :class:`SnapshotElement` (id, role, name, value, flags, depth, xpath,
+        url), in outline order. Parsed from ``tree`` on each access: keep the list if you reuse it."""
+        return parse_outline(self.tree, xpath_map=self.xpath_map, url_map=self.url_map)
+
+    def element(self, element_id: str) -> SnapshotElement | None:
+        """The record of ``element_id``, or None when it is not in the outline."""
+        marker = f"[{element_id}]"
+        for line in self.tree.split("\n"):
+            if line.lstrip(" ").startswith(marker):
+                return parse_line(line, xpath_map=self.xpath_map, url_map=self.url_map)
+        return None
 
     def chunks(self, max_tokens: int) -> list[OutlineChunk]:
         """The outline split into ordered chunks of at most ``max_tokens`` each."""
