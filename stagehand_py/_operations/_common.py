@@ -212,6 +212,20 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
     order = sorted(names, key=lambda v: (-len(v), v))
     if _MARK_OPEN in text or _MARK_CLOSE in text:
         text = text.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")  # noncharacters: never meaningful text
+    # Element ids ("[0-1] ") are ours, not the page's: a PIN "1" must not turn "[0-1]" into
+    # "[0-%pin%]" (the model could no longer name the element). Odd parts are ids, kept as is.
+    parts = _ID_PREFIX.split(text)
+    for i in range(0, len(parts), 2):
+        parts[i] = _mark_values(parts[i], order)
+    text = "".join(parts)
+    return _MARK.sub(lambda m: f"%{names[order[ord(m.group(1)) - _MARK_BASE]]}%", text)
+
+
+#: The id at the start of an outline line.
+_ID_PREFIX = re.compile(r"(?m)^( *\[\d+-\d+\])")
+
+
+def _mark_values(text: str, order: list[str]) -> str:
     for n, value in enumerate(order):
         mark = f"{_MARK_OPEN}{chr(_MARK_BASE + n)}{_MARK_CLOSE}"
         quoted = " ".join(value.split()).replace('"', '\\"')
@@ -227,7 +241,7 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
 
         text = _VALUE_ATTR.sub(in_value, text)
         text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", mark, text)
-    return _MARK.sub(lambda m: f"%{names[order[ord(m.group(1)) - _MARK_BASE]]}%", text)
+    return text
 
 
 def _line_id(line: str) -> str | None:

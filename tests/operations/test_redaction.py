@@ -62,3 +62,11 @@ async def test_a_short_value_standing_alone_is_still_redacted(page, server):
             await sh.observe("the go button", variables=sh_vars, vision=False)
     sent = first_user(calls[0].request)
     assert "heading: Pin %pin% accepted" in sent and "Room 101" in sent
+
+
+def test_element_ids_are_never_redacted() -> None:
+    """A PIN digit or a 4-digit code equal to part of an id leaves the id whole (the model must
+    still be able to name the element); the same value in page text is redacted."""
+    tree = "[0-1] button: 1\n  [2-1234] textbox: Code 1234 value=\"1\"\n[0-11] StaticText: [0-1]"
+    out = redact_text(tree, {"pin": "1", "code": "1234"})
+    assert out == "[0-1] button: %pin%\n  [2-1234] textbox: Code %code% value=\"%pin%\"\n[0-11] StaticText: [0-%pin%]"
