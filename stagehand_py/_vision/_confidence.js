@@ -24,8 +24,7 @@
 //   graphics  1 - 0.6 * min(1, (graphics / (graphics + semantic)) / 0.15)
 //   sparse    1 - 0.5 * max(0, 1 - semantic / 15)              no semantic node at all: x0.5
 //
-// Role and name come from Chrome's computed accessibility info when the browser exposes it
-// (Element.computedRole / computedName), else from a close approximation from attributes.
+// Role and name come from the snapshot's own ARIA rules (snapshot/_aria.js), the same on every page.
 // Closed shadow roots and cross-origin frames are not entered.
 function () {
   const STRUCTURAL = new Set(['', 'generic', 'none', 'presentation', 'ignored', 'genericcontainer']);
@@ -34,63 +33,10 @@ function () {
     'menuitem', 'menuitemcheckbox', 'menuitemradio', 'tab', 'switch', 'slider', 'spinbutton', 'treeitem',
   ]);
   const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'meta', 'link', 'title', 'base']);
-  const IMPLICIT = {
-    a: 'link', button: 'button', select: 'combobox', textarea: 'textbox', summary: 'button',
-    h1: 'heading', h2: 'heading', h3: 'heading', h4: 'heading', h5: 'heading', h6: 'heading',
-    p: 'paragraph', ul: 'list', ol: 'list', li: 'listitem', table: 'table', tr: 'row', td: 'cell',
-    th: 'columnheader', nav: 'navigation', main: 'main', form: 'form', label: 'label', img: 'img',
-    dl: 'list', dt: 'term', dd: 'definition', article: 'article', aside: 'complementary',
-    figure: 'figure', blockquote: 'blockquote', code: 'code', pre: 'code', hr: 'separator',
-  };
-  const computed = 'computedRole' in Element.prototype;
+  const ARIA = __ARIA__;
   const text = (s) => (s || '').replace(/\s+/g, ' ').trim();
-
-  const roleOf = (el) => {
-    if (computed) return el.computedRole || '';
-    const explicit = text(el.getAttribute('role')).split(' ')[0];
-    if (explicit) return explicit;
-    const tag = el.localName;
-    if (tag === 'a') return el.hasAttribute('href') ? 'link' : '';
-    if (tag === 'input') {
-      const type = (el.type || 'text').toLowerCase();
-      if (type === 'hidden') return '';
-      if (['button', 'submit', 'reset', 'image'].includes(type)) return 'button';
-      if (type === 'checkbox' || type === 'radio') return type;
-      return type === 'range' ? 'slider' : 'textbox';
-    }
-    return IMPLICIT[tag] || '';
-  };
-
-  const nameOf = (el) => {
-    if (computed) return text(el.computedName);
-    const doc = el.ownerDocument;
-    const label = text(el.getAttribute('aria-label'));
-    if (label) return label;
-    const by = el.getAttribute('aria-labelledby');
-    if (by) {
-      const joined = text(by.split(/\s+/).map((id) => { const t = doc.getElementById(id); return t ? t.textContent : ''; }).join(' '));
-      if (joined) return joined;
-    }
-    if (el.labels && el.labels.length) {
-      const joined = text(Array.from(el.labels, (l) => l.textContent).join(' '));
-      if (joined) return joined;
-    }
-    if (el.localName === 'input' && ['button', 'submit', 'reset'].includes((el.type || '').toLowerCase())) {
-      if (text(el.value)) return text(el.value);
-    }
-    if (el.localName === 'img' || (el.localName === 'input' && el.type === 'image')) return text(el.getAttribute('alt'));
-    if (el.localName === 'svg') {
-      const title = el.querySelector(':scope > title');
-      if (title && text(title.textContent)) return text(title.textContent);
-    }
-    const inner = text(el.innerText || el.textContent);
-    if (inner) return inner;
-    for (const img of el.querySelectorAll('img[alt], svg > title')) {
-      const alt = text(img.localName === 'img' ? img.getAttribute('alt') : img.textContent);
-      if (alt) return alt;
-    }
-    return text(el.getAttribute('title') || el.getAttribute('placeholder'));
-  };
+  const roleOf = (el) => ARIA.roleOf(el);
+  const nameOf = (el) => { try { return ARIA.nameOf(el, roleOf(el)); } catch (e) { return ''; } };
 
   const isInteractive = (el, role) => {
     if (WIDGETS.has(role)) return true;
@@ -174,6 +120,6 @@ function () {
   const score = factors.canvas * factors.unnamed * factors.graphics * factors.sparse;
   return {
     score: Math.round(score * 1000) / 1000, canvasShare: Math.round(canvasShare * 1000) / 1000,
-    interactive, unnamed, graphics, semantic, elements, factors, computed,
+    interactive, unnamed, graphics, semantic, elements, factors, computed: false,
   };
 }

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .._errors import InvalidArgumentError, SnapshotError
+from ..snapshot._aria import with_aria
 
 __all__ = [
     "LOW_CONFIDENCE",
@@ -38,7 +39,8 @@ class DomConfidence:
     - ``graphics``: pixel-only indicators (unnamed SVGs with no text beside them, imgs without alt);
     - ``semantic``: nodes the outline can say something about;
     - ``factors``: the four multiplied factors (``canvas``, ``unnamed``, ``graphics``, ``sparse``);
-    - ``computed``: True when roles/names came from Chrome's computed accessibility info.
+    - ``computed``: always False: roles and names come from the library's own ARIA rules on every
+      page (kept so code reading it keeps working).
     """
 
     score: float
@@ -60,7 +62,7 @@ class DomConfidence:
 @cache
 def confidence_function() -> str:
     """The in-page function (``this`` = a Document or an Element) as JavaScript source."""
-    return resources.files(__package__).joinpath("_confidence.js").read_text(encoding="utf-8").strip()
+    return with_aria(resources.files(__package__).joinpath("_confidence.js").read_text(encoding="utf-8").strip())
 
 
 def parse_confidence(value: Any) -> DomConfidence:
@@ -85,8 +87,7 @@ async def measure_dom_confidence(page: Any) -> DomConfidence:
     """Measure the main frame of a Playwright ``page`` (open shadow roots and same-origin frames in).
 
     The snapshot computes the same score on every capture (``Snapshot.dom_confidence``); use this
-    for the full breakdown. On a large page call it after a snapshot: Chrome's computed names are
-    fast only while the accessibility cache the snapshot keeps alive exists.
+    for the full breakdown.
     """
     value = await page.evaluate("() => (" + confidence_function() + ").call(document)")
     return parse_confidence(value)
@@ -95,7 +96,6 @@ async def measure_dom_confidence(page: Any) -> DomConfidence:
 async def measure_over_cdp(session: Any, *, object_id: str | None = None) -> DomConfidence:
     """Measure over a CDP session: the main frame's document, or the element ``object_id`` names.
 
-    The snapshot calls this right after its walk, while Chrome's accessibility cache is warm.
     """
     if object_id is None:
         reply = await session.send(

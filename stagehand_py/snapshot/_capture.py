@@ -3,9 +3,10 @@
 Per CDP target (the page, and every out-of-process iframe) we fetch the DOM tree once
 (``DOM.getDocument``, full depth, piercing shadow roots and same-process iframes) and run
 ``_walker.js`` once per document in that tree. All of those calls run concurrently. The walker
-answers role, name, visibility and state for every element from inside the page, where it is
-cheap; only when the browser does not expose Chrome's computed accessibility info (a browser we
-did not launch) do we fall back to ``Accessibility.getFullAXTree``, which is several times slower.
+answers role, name (our own ARIA rules, ``_aria.js``), visibility and state for every element
+from inside the page, where it is cheap, the same whoever launched the browser. Only when the
+page changed between the two reads do we ask ``Accessibility.getFullAXTree`` for that unit.
+Closed shadow roots found here are handed to the action resolver's store in the page.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .._actions._resolve import closed_root_recorder
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
 from .._vision._confidence import measure_over_cdp
 from ..browser._cdp import CDPSession, PageTargets, loads_json
+from ._aria import with_aria
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, TEXT_INDEX_KEY, VISIBLE, ElementInfo, build_outline
 
@@ -40,7 +43,7 @@ _HIDDEN_AX_REASONS = frozenset({"notRendered", "ariaHiddenElement", "ariaHiddenS
 @cache
 def _walker_source() -> str:
     source = resources.files(__package__).joinpath("_walker.js").read_text(encoding="utf-8")
-    return source.strip()
+    return with_aria(source.strip())
 
 
 _XPATH_OF_JS = """function () {
@@ -249,24 +252,24 @@ async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
 
 
 async def _walk_main_document(session: CDPSession) -> list[Any]:
-    """Walk the target's own document without waiting for the DOM tree (they run side by side).
-
-    The three commands go out together and Chrome runs them in order, so warming the
-    accessibility cache costs no extra round trip.
-    """
-    _, _, reply = await asyncio.gather(
-        _quietly(session, "Accessibility.enable"),
-        _quietly(session, "Accessibility.getRootAXNode"),
-        session.send("Runtime.evaluate", {"expression": f"({_walker_source()}).call(document)", "returnByValue": True}),
-    )
+    """Walk the target's own document without waiting for the DOM tree (they run side by side)."""
+    reply = await session.send("Runtime.evaluate", {"expression": f"({_walker_source()}).call(document)", "returnByValue": True})
     return _walker_result(reply)
 
 
-async def _quietly(session: CDPSession, method: str) -> None:
-    try:
-        await session.send(method)
-    except CDPError as exc:  # the walk still works without it, only slower
-        logger.debug("%s failed: %s", method, exc)
+async def _record_closed_root(session: CDPSession, object_id: str) -> None:
+    """Hand a closed shadow root we found over CDP to the action resolver's store in the page.
+
+    Roots attached after the Stagehand was created are recorded by its attachShadow hook; this
+    covers those that existed before (a page the user loaded, then wrapped), so every element
+    the outline shows can be acted on.
+    """
+    reply = await session.send(
+        "Runtime.callFunctionOn",
+        {"functionDeclaration": closed_root_recorder(), "objectId": object_id, "returnByValue": True},
+    )
+    if "exceptionDetails" in reply:
+        logger.debug("could not record a closed shadow root for the resolver: %s", reply["exceptionDetails"].get("text"))
 
 
 async def _walk_unit(
@@ -277,12 +280,15 @@ async def _walk_unit(
         flat = await prefetched
     else:
         resolved = await session.send("DOM.resolveNode", {"backendNodeId": unit.root["backendNodeId"], "objectGroup": _GROUP})
-        flat = await _run_walker(session, resolved["object"]["objectId"])
+        object_id = resolved["object"]["objectId"]
+        if unit.root.get("shadowRootType") == "closed":
+            flat, _ = await asyncio.gather(_run_walker(session, object_id), _record_closed_root(session, object_id))
+        else:
+            flat = await _run_walker(session, object_id)
     elements = _walk_order(unit.root)
     aligned = len(flat) == _STRIDE * len(elements) and all(
         flat[_STRIDE * i] == (el.get("localName") or el.get("nodeName", "").lower()) for i, el in enumerate(elements)
     )
-    needs_ax = not aligned or any(flat[_STRIDE * i + 2] is None and flat[_STRIDE * i + 1] & VISIBLE for i in range(len(elements)))
     if aligned:
         for i, el in enumerate(elements):
             base = _STRIDE * i
@@ -293,8 +299,7 @@ async def _walk_unit(
         # The page changed between the two reads: trust Chrome's accessibility tree for this
         # unit rather than guess.
         logger.debug("walker and DOM tree disagree (%d vs %d elements); using the AX tree", len(flat) // _STRIDE, len(elements))
-    if needs_ax:
-        await _merge_ax_tree(session, unit.frame_id, info, keep_visibility=aligned)
+        await _merge_ax_tree(session, unit.frame_id, info, keep_visibility=False)
 
 
 async def _merge_ax_tree(session: CDPSession, frame_id: str | None, info: dict[int, ElementInfo], *, keep_visibility: bool) -> None:
@@ -318,22 +323,6 @@ async def _merge_ax_tree(session: CDPSession, frame_id: str | None, info: dict[i
         info[backend] = (0 if hidden else VISIBLE, "none" if node.get("ignored") else role, name, None)
 
 
-async def _keep_ax_cache_alive(session: CDPSession, node: dict[str, Any]) -> None:
-    """Make Blink keep an accessibility cache for this target's documents.
-
-    Without one, every ``Element.computedRole`` builds and drops a whole temporary AX tree:
-    26 s for the 2,400 elements of a docs page instead of 9 ms. Enabling the Accessibility
-    domain and asking one cheap question about the root leaves the cache alive (and kept up
-    to date across DOM changes) for as long as the session lives.
-    """
-    try:
-        await session.send("Accessibility.enable")
-        ref = {"objectId": node["objectId"]} if "objectId" in node else {"backendNodeId": node["backendNodeId"]}
-        await session.send("Accessibility.getPartialAXTree", {**ref, "fetchRelatives": False})
-    except CDPError as exc:  # e.g. a node without an AX object: the walk still works, just slower
-        logger.debug("could not warm the accessibility cache: %s", exc)
-
-
 async def _capture_target(
     targets: PageTargets,
     session: CDPSession,
@@ -349,8 +338,6 @@ async def _capture_target(
     Returns True when remote objects were made on ``session`` (the caller frees them).
     """
     units, remote_frames = _units_and_remote_frames(root)
-    if prefetched is None:
-        await _keep_ax_cache_alive(session, root)
 
     async def remote(owner: dict[str, Any]) -> None:
         child_session = remote_sessions.get(owner["frameId"])
@@ -382,7 +369,7 @@ async def capture_snapshot(
     """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`.
 
     ``confidence=True`` also measures the DOM-confidence score (see :mod:`stagehand_py._vision`)
-    right after the walk, while Chrome's accessibility cache is warm.
+    right after the walk.
     """
     started = time.perf_counter()
     main = targets.main

@@ -8,14 +8,13 @@
 // checks tag names, so both halves line up without any marker in the page.
 //
 // Per element: localName, bits, role, name, value, text indices (usually null).
-// role/name come from Chrome's own accessibility computation (Element.computedRole/Name,
-// enabled by --enable-blink-features=ComputedAccessibilityInfo); null when the browser does not
-// expose it, and the Python side then asks Accessibility.getFullAXTree instead.
+// role/name come from our own ARIA computation (_aria.js, inlined as ARIA below), the same on
+// every page whoever launched its browser.
 function () {
   const VISIBLE = 1, CHECKED = 2, MIXED = 4, SELECTED = 8, DISABLED = 16, EXPANDED = 32,
         COLLAPSED = 64, SCROLLABLE = 128, FILLED = 256, REQUIRED = 512, FOCUSED = 1024,
         FALLBACK_UNUSED = 2048;
-  const computed = 'computedRole' in Element.prototype;
+  const ARIA = __ARIA__;
   const out = [];
   const active = (this.ownerDocument || this).activeElement;
   const scrollingElement = (this.ownerDocument || this).scrollingElement;
@@ -38,7 +37,8 @@ function () {
       }
       if (shown) {
         bits |= VISIBLE;
-        if (computed) { role = el.computedRole || ''; name = el.computedName || ''; }
+        role = ARIA.roleOf(el);
+        try { name = ARIA.nameOf(el, role); } catch (e) { name = ''; }  // a name nested past the stack
         const aria = (a) => el.getAttribute(a);
         if (el.checked === true || aria('aria-checked') === 'true' || aria('aria-pressed') === 'true') bits |= CHECKED;
         if (el.indeterminate === true || aria('aria-checked') === 'mixed') bits |= MIXED;
@@ -93,19 +93,32 @@ function () {
     let childrenHidden = hidden;
     if (tag === 'slot' && el.assignedNodes().length) { bits |= FALLBACK_UNUSED; childrenHidden = true; }
     out.push(tag, bits, role, name, value, textIndex);
+    // Children go on the stack in reverse so they come off in order: open-shadow children
+    // first, then light children. An explicit stack: a DOM 10,000 levels deep must not
+    // overflow the call stack.
+    for (let c = el.lastElementChild; c; c = c.previousElementSibling) stack.push(c, childrenHidden);
     const shadow = el.shadowRoot;
-    if (shadow) for (let c = shadow.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
-    for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c, childrenHidden);
+    if (shadow) for (let c = shadow.lastElementChild; c; c = c.previousElementSibling) stack.push(c, hidden);
   };
 
+  const stack = [];
+  const walk = () => {
+    while (stack.length) {
+      const hidden = stack.pop();
+      visit(stack.pop(), hidden);
+    }
+  };
+  const pushAll = (parent, hidden) => {
+    for (let c = parent.lastElementChild; c; c = c.previousElementSibling) stack.push(c, hidden);
+  };
   if (this.nodeType === 9) {
-    for (let c = this.firstElementChild; c; c = c.nextElementSibling) visit(c, false);
+    pushAll(this, false);
   } else if (this.nodeType === 11) {
-    const hidden = !!this.host.closest('[aria-hidden="true"]');
-    for (let c = this.firstElementChild; c; c = c.nextElementSibling) visit(c, hidden);
+    pushAll(this, !!this.host.closest('[aria-hidden="true"]'));
   } else {
-    visit(this, !!(this.closest && this.closest('[aria-hidden="true"]')));
+    stack.push(this, !!(this.closest && this.closest('[aria-hidden="true"]')));
   }
+  walk();
   // One string crosses CDP far faster than an array of 100k values returned by value.
   return JSON.stringify(out);
 }

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import pytest_asyncio
 
 from stagehand_py import Stagehand
@@ -12,12 +13,25 @@ def normalize_ids(tree: str) -> str:
     return re.sub(r"\[(\d+)-\d+\]", r"[\1-#]", tree)
 
 
+@pytest.fixture(params=["wrapped", "launched"])
+def snapshot_path(request) -> str:
+    """Every snapshot test runs on both paths: a page the test launched with plain Playwright
+    (as a user's script or pytest-playwright's ``page``), and a page Stagehand launched."""
+    return request.param
+
+
 @pytest_asyncio.fixture(loop_scope="session")
-async def sh(page):
-    """A Stagehand over the test's own page (the Playwright relay transport)."""
-    stagehand = Stagehand(page)
+async def sh(snapshot_path, context):
+    # A fresh page per test either way: frame ordinals are kept for a page's lifetime.
+    stagehand = await Stagehand.launch() if snapshot_path == "launched" else Stagehand(await context.new_page())
     yield stagehand
     await stagehand.close()
+
+
+@pytest.fixture
+def page(sh):
+    """The page the test's Stagehand works on, whichever path built it."""
+    return sh.page
 
 
 async def load(page, url: str) -> None:

@@ -40,7 +40,7 @@ async def test_breakdown_names_each_penalty(page, server) -> None:
     await page.goto(server.url("vision/toolbar.html"))
     toolbar = await measure_dom_confidence(page)
     assert (toolbar.interactive, toolbar.unnamed, toolbar.graphics, toolbar.canvas_share) == (6, 6, 6, 0.0)
-    assert toolbar.computed and toolbar.low and toolbar.factors["unnamed"] == pytest.approx(0.4)
+    assert toolbar.low and toolbar.factors["unnamed"] == pytest.approx(0.4)
 
     await page.goto(server.url("vision/toolbar.html?labelled"))
     labelled = await measure_dom_confidence(page)
@@ -73,7 +73,9 @@ async def test_snapshot_field_is_opt_in_and_agrees_with_the_breakdown(page, serv
     assert scoped.dom_confidence == pytest.approx(0.08) != measured.dom_confidence
 
 
-async def test_without_computed_accessibility_info_the_approximation_agrees(page, server) -> None:
+async def test_the_measure_does_not_depend_on_chromes_computed_accessibility_info(page, server) -> None:
+    """Roles and names come from the library's own rules: a page without Chrome's computedRole
+    (a browser the user launched) measures the same."""
     expected = {
         "vision/toolbar.html": (6, 6, 6),
         "vision/toolbar.html?labelled": (6, 0, 0),
@@ -84,7 +86,6 @@ async def test_without_computed_accessibility_info_the_approximation_agrees(page
         await page.goto(server.url(path))
         await page.evaluate("() => { delete Element.prototype.computedRole; delete Element.prototype.computedName; }")
         measured = await measure_dom_confidence(page)
-        assert not measured.computed
         assert (measured.interactive, measured.unnamed, measured.graphics) == counts, path
 
 
