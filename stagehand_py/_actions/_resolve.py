@@ -44,6 +44,7 @@ from ._translate import is_closed_error, is_transient_error
 __all__ = [
     "DEFAULT_TIMEOUT",
     "CanonicalStep",
+    "closed_root_recorder",
     "install_page_helpers",
     "parse_canonical_xpath",
     "resolve_element",
@@ -156,9 +157,8 @@ class _Miss:
 
 def _closed_root_advice(frame_has_recorder: bool) -> str:
     advice = (
-        "Closed shadow roots are only visible when they were attached after the page helpers "
-        "were installed: create the Stagehand (or call install_page_helpers(page)) before "
-        "navigating to the page."
+        "A closed shadow root is reachable once a snapshot has seen it (or when it was attached "
+        "after the Stagehand was created): take a snapshot of the page, then act on its ids."
     )
     if not frame_has_recorder:
         advice += " The closed-root recorder is not installed in this frame."
@@ -305,6 +305,17 @@ async def resolve_element(page: Page, selector: str, *, timeout: float = DEFAULT
         await asyncio.sleep(min(_POLL_INTERVAL, remaining))
 
 
+def closed_root_recorder() -> str:
+    """A function for ``Runtime.callFunctionOn`` with ``this`` = a closed ShadowRoot: installs the
+    page helpers in that frame if needed and records the root for its host, so the resolver
+    can enter a closed root that was attached before the helpers were installed."""
+    return (
+        "function () {\n" + load_js("_shadow_init.js") + "\n"
+        f"const store = globalThis[{SHADOW_STORE_KEY!r}];\n"
+        "if (store && this && this.host && !store.has(this.host)) store.set(this.host, this);\n}"
+    )
+
+
 async def install_page_helpers(page: Page) -> None:
     """Make closed shadow roots reachable by the resolver, in this page and its future documents.
 
@@ -312,10 +323,9 @@ async def install_page_helpers(page: Page) -> None:
     page script in every new document and frame, out-of-process iframes included) and
     evaluates it once in every frame that exists now.
 
-    Limitation: a closed shadow root attached *before* this ran (in an already loaded
-    document) or created declaratively (``<template shadowrootmode="closed">``) cannot be
-    recorded; paths into it fail with a message that says to create the Stagehand before
-    navigating. Idempotent: a marker in the page stops a second install, and the script
+    A closed shadow root attached *before* this ran (in an already loaded document) or created
+    declaratively (``<template shadowrootmode="closed">``) is recorded by the next snapshot,
+    which finds it over CDP (:func:`closed_root_recorder`). Idempotent: a marker in the page stops a second install, and the script
     itself never patches a document twice.
     """
     script = load_js("_shadow_init.js")

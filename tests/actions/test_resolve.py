@@ -84,7 +84,7 @@ async def test_closed_shadow_root_attached_before_install_explains_itself(page, 
         await resolve_element(page, "xpath=/html[1]/body[1]/closed-form[1]//button[1]", timeout=0.2)
     message = str(info.value)
     assert "step 4 'button[1]'" in message and "/html[1]/body[1]/closed-form[1]" in message
-    assert "before navigating" in message
+    assert "take a snapshot" in message
     # After a reload the init script runs first, so the same path works.
     await page.reload()
     await execute_action(page, Action(selector="xpath=/html[1]/body[1]/closed-form[1]//button[1]"))

@@ -1,0 +1,65 @@
+"""Every element the outline shows can be acted on: closed shadow roots inside iframes and
+iframes inside closed shadow roots, same-site and cross-site, on a page that was loaded *before*
+`Stagehand(page=page)` was created (the user's own page) and on a page Stagehand launched."""
+
+from __future__ import annotations
+
+import pytest
+
+from stagehand_py import Action, ElementNotFoundError, Stagehand
+
+from .conftest import load
+
+
+@pytest.fixture(params=["wrapped-after-load", "launched"])
+async def loaded(request, context, server):
+    if request.param == "launched":
+        stagehand = await Stagehand.launch()
+        await load(stagehand.page, server.url("closed_frames.html"))
+    else:
+        page = await context.new_page()
+        await load(page, server.url("closed_frames.html"))  # loaded first: our hooks were not there
+        stagehand = Stagehand(page)
+    yield stagehand
+    await stagehand.close()
+
+
+def _id_of(tree: str, text: str) -> str:
+    line = next(line for line in tree.split("\n") if text in line)
+    return line.strip().split("]")[0][1:]
+
+
+@pytest.mark.parametrize("who", ["same", "cross"])
+async def test_click_a_button_in_a_closed_root_inside_an_iframe(loaded: Stagehand, who: str) -> None:
+    snap = await loaded.snapshot()
+    button = _id_of(snap.tree, f"button: Press {who}")
+    result = await loaded.act(Action(selector=f"xpath={snap.xpath_map[button]}", description=f"button: Press {who}", method="click"))
+    assert result.success, result
+    assert f"button: Pressed {who}" in (await loaded.snapshot()).tree
+
+
+@pytest.mark.parametrize("who", ["same", "cross"])
+async def test_fill_an_input_in_an_iframe_inside_a_closed_root(loaded: Stagehand, who: str) -> None:
+    snap = await loaded.snapshot()
+    field = _id_of(snap.tree, f"textbox: Field {who}")
+    action = Action(selector=f"xpath={snap.xpath_map[field]}", description=f"textbox: Field {who}", method="fill", arguments=[f"typed {who}"])
+    result = await loaded.act(action)
+    assert result.success, result
+    assert f'textbox: Field {who} value="typed {who}"' in (await loaded.snapshot()).tree
+
+
+async def test_without_the_snapshot_the_closed_root_is_out_of_reach(context, server) -> None:
+    """Control: on a page loaded before the Stagehand, the path into a closed root fails until a
+    snapshot has found the root (so the tests above prove the snapshot's hand-over works)."""
+    page = await context.new_page()
+    await load(page, server.url("closed_frames.html"))
+    async with Stagehand(page) as stagehand:
+        snap = await stagehand.snapshot()
+        path = snap.xpath_map[_id_of(snap.tree, "textbox: Field same")]
+    await page.reload()
+    await load(page, server.url("closed_frames.html"))
+    async with Stagehand(page) as fresh:
+        with pytest.raises(ElementNotFoundError, match="take a snapshot"):
+            await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]), timeout=1)
+        await fresh.snapshot()
+        assert (await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]))).success
