@@ -1,12 +1,17 @@
-"""Capturing a page over CDP: the I/O half of the snapshot engine.
+"""Capturing a page: the I/O half of the snapshot engine.
 
-Per CDP target (the page, and every out-of-process iframe) we fetch the DOM tree once
-(``DOM.getDocument``, full depth, piercing shadow roots and same-process iframes) and run
-``_walker.js`` once per document in that tree. All of those calls run concurrently. The walker
-answers role, name (our own ARIA rules, ``_aria.js``), visibility and state for every element
-from inside the page, where it is cheap, the same whoever launched the browser. Only when the
-page changed between the two reads do we ask ``Accessibility.getFullAXTree`` for that unit.
-Closed shadow roots found here are handed to the action resolver's store in the page.
+One engine for every page, launched by us or by the user. Each frame's document is walked in
+the page by ``_walker.js``, in the library's own isolated world (one ``Runtime.evaluate`` per
+frame, all frames in parallel, out-of-process iframes through their own CDP target): the walker
+computes visibility, state, ARIA roles and names (``_aria.js``) and numbers nodes with ids kept
+in that world, so ids stay the same across snapshots of one document and the page can neither
+see nor tamper with any of it. Python stitches the frames under their iframe lines and builds
+the outline (``_outline.py``).
+
+CDP is used only for what the page cannot tell: the frames and their owners, and closed shadow
+roots that existed before we arrived. Those are found once per document with
+``DOM.getDocument(pierce=true)`` and handed to the walker (and to the action resolver), and looked
+for again when a custom element without a visible root appears.
 """
 
 from __future__ import annotations
@@ -26,25 +31,43 @@ from .._vision._confidence import measure_over_cdp
 from ..browser._cdp import CDPSession, PageTargets, loads_json
 from ._aria import with_aria
 from ._model import Snapshot
-from ._outline import TARGET_INFO_KEY, TEXT_INDEX_KEY, VISIBLE, ElementInfo, build_outline
+from ._outline import TARGET_INFO_KEY, ElementInfo, build_outline
 
 __all__ = ["FrameOrdinals", "capture_snapshot"]
 
 _GROUP = "stagehand-snapshot"
-_STRIDE = 6  # values per element in the walker's answer
-_ELEMENT, _DOCUMENT, _FRAGMENT = 1, 9, 11
+#: The isolated world's name: Chrome gives every caller asking for it in a frame the same world.
+_WORLD = "stagehand_py"
+_ELEMENT, _TEXT, _DOCUMENT, _FRAGMENT = 1, 3, 9, 11
 _FRAME_TAGS = ("iframe", "frame")
 #: Depth per request once a full-depth DOM.getDocument has been refused for being too deep.
 _PARTIAL_DEPTH = 100
-#: AX-ignored reasons that mean "not on screen / not for assistive tech" (fallback path only).
-_HIDDEN_AX_REASONS = frozenset({"notRendered", "ariaHiddenElement", "ariaHiddenSubtree", "inertElement", "inertSubtree"})
+#: The walker's store in our world (created by the walker or by whichever call comes first).
+_STORE_KEY = "__stagehand_py_store__"
+
+
+#: The store our world keeps per document: node ids (and nodes by id), closed roots found over
+#: CDP (host -> root), iframe elements' frame ids, custom elements already looked into, and
+#: whether the document's closed roots were looked for. Made by the first of our calls.
+_STORE = (
+    f"(Object.prototype.hasOwnProperty.call(globalThis, {_STORE_KEY!r}) ? globalThis[{_STORE_KEY!r}] : "
+    f"(globalThis[{_STORE_KEY!r}] = {{ ids: new WeakMap(), nodes: new Map(), next: 1, closed: new WeakMap(), "
+    "frames: new WeakMap(), seen: new WeakSet(), scanned: false }))"
+)
 
 
 @cache
 def _walker_source() -> str:
     source = resources.files(__package__).joinpath("_walker.js").read_text(encoding="utf-8")
-    return with_aria(source.strip())
+    return with_aria(source.strip()).replace("__STORE__", _STORE)
 
+
+#: Whether this document's closed roots were already looked for (makes the store if needed).
+_PROBE_JS = f"{_STORE}.scanned"
+#: ``this`` = an iframe element in our world; marks it with its frame id for the walker.
+_MARK_FRAME_JS = f"function (frameId) {{ {_STORE}.frames.set(this, frameId); return true; }}"
+#: ``this`` = a closed ShadowRoot in our world; lets the walker enter it.
+_KEEP_CLOSED_ROOT_JS = f"function () {{ {_STORE}.closed.set(this.host, this); return true; }}"
 
 _XPATH_OF_JS = """function () {
   const step = (n) => {
@@ -97,14 +120,82 @@ class FrameOrdinals:
             ordinal = self._ordinals[frame_id] = len(self._ordinals) + 1
         return ordinal
 
+    def frame_id(self, ordinal: int) -> str | None:
+        """The frame numbered ``ordinal`` (None for 0, the main frame, and for unknown numbers)."""
+        return next((frame_id for frame_id, n in self._ordinals.items() if n == ordinal), None)
+
+
+
 
 @dataclass
-class _TargetWork:
-    """Everything captured from one CDP target."""
+class _Frame:
+    """One frame of the page, as the CDP target that renders it knows it."""
 
+    frame_id: str
+    parent_id: str | None
     session: CDPSession
-    root: dict[str, Any]
-    info: dict[int, ElementInfo] = field(default_factory=dict)
+    context: int = 0  # our isolated world's execution context in this frame
+    walk: list[Any] = field(default_factory=list)  # [meta, stream] from the walker
+
+
+async def _frames_of(session: CDPSession) -> list[_Frame]:
+    """The frames this target renders (an out-of-process iframe's target starts at that frame)."""
+    tree = (await session.send("Page.getFrameTree"))["frameTree"]
+    out: list[_Frame] = []
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        frame = node["frame"]
+        out.append(_Frame(frame["id"], frame.get("parentId"), session))
+        pending.extend(node.get("childFrames", ()))
+    return out
+
+
+async def _enter_world(frame: _Frame) -> None:
+    reply = await frame.session.send("Page.createIsolatedWorld", {"frameId": frame.frame_id, "worldName": _WORLD})
+    frame.context = reply["executionContextId"]
+
+
+def _reply_value(reply: dict[str, Any], what: str) -> Any:
+    if "exceptionDetails" in reply:
+        details = reply["exceptionDetails"]
+        raise SnapshotError(
+            f"The snapshot {what} failed in the page: {details.get('text', '')} {details.get('exception', {}).get('description', '')}".strip()
+        )
+    return reply["result"].get("value")
+
+
+async def _probe(frame: _Frame) -> bool:
+    """True when this frame's document has been looked into for closed roots already."""
+    reply = await frame.session.send("Runtime.evaluate", {"expression": _PROBE_JS, "contextId": frame.context, "returnByValue": True})
+    return bool(_reply_value(reply, "probe"))
+
+
+async def _walk_frame(frame: _Frame, *, after_scan: bool) -> None:
+    reply = await frame.session.send(
+        "Runtime.evaluate",
+        {"expression": f"({_walker_source()}).call(document, {json.dumps(after_scan)})", "contextId": frame.context, "returnByValue": True},
+    )
+    frame.walk = loads_json(_reply_value(reply, "walker") or "[{}, []]")
+
+
+async def _call_on_node(session: CDPSession, backend_node_id: int, context: int, function: str, *args: Any) -> Any:
+    """Run ``function`` with ``this`` = the node, in our world (``context``)."""
+    resolved = await session.send("DOM.resolveNode", {"backendNodeId": backend_node_id, "executionContextId": context, "objectGroup": _GROUP})
+    reply = await session.send(
+        "Runtime.callFunctionOn",
+        {"functionDeclaration": function, "objectId": resolved["object"]["objectId"], "arguments": [{"value": a} for a in args], "returnByValue": True},
+    )
+    return _reply_value(reply, "helper")
+
+
+async def _mark_owner(frame: _Frame, parent: _Frame) -> None:
+    """Tell the parent frame's walker which iframe element shows ``frame``."""
+    try:
+        owner = await parent.session.send("DOM.getFrameOwner", {"frameId": frame.frame_id})
+        await _call_on_node(parent.session, owner["backendNodeId"], parent.context, _MARK_FRAME_JS, frame.frame_id)
+    except (CDPError, PageClosedError) as exc:  # detached or navigating meanwhile: shown as an empty iframe line
+        logger.debug("frame %s has no owner to mark: %s", frame.frame_id, exc)
 
 
 def _is_too_deep(exc: CDPError) -> bool:
@@ -176,191 +267,168 @@ async def _fill_in(session: CDPSession, root: dict[str, Any], depth: int) -> Non
                     node[key] = full[key]
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """One walker call: a document, a closed shadow root, or the scoped element.
-
-    Page script cannot enter a closed shadow root, so each one is walked on its own, started
-    from the root object CDP hands us.
-    """
-
-    root: dict[str, Any]
-    frame_id: str | None  # for the accessibility-tree fallback
 
 
-def _units_and_remote_frames(root: dict[str, Any]) -> tuple[list[_Unit], list[dict[str, Any]]]:
-    """Split one target's tree into walker units and out-of-process iframe owners."""
-    units: list[_Unit] = []
-    remote_frames: list[dict[str, Any]] = []
-    pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
-    while pending:
-        unit_root, frame_id = pending.pop()
-        units.append(_Unit(unit_root, frame_id))
-        stack = [unit_root]
-        while stack:
-            node = stack.pop()
-            for shadow in node.get("shadowRoots", ()):
-                kind = shadow.get("shadowRootType")
-                if kind == "closed":
-                    pending.append((shadow, frame_id))
-                elif kind != "user-agent":
-                    stack.append(shadow)
-            stack.extend(node.get("children", ()))
-            if node.get("localName") in _FRAME_TAGS:
-                content = node.get("contentDocument")
-                if content is not None:
-                    pending.append((content, node.get("frameId")))
-                elif node.get("frameId"):
-                    remote_frames.append(node)
-    return units, remote_frames
-
-
-def _walk_order(root: dict[str, Any]) -> list[dict[str, Any]]:
-    """Elements of one unit in the walker's order: element, open-shadow children, light children."""
-    out: list[dict[str, Any]] = []
-    stack = [root] if root.get("nodeType") == _ELEMENT else list(reversed(root.get("children", ())))
+def _closed_roots(root: dict[str, Any], root_frame: str) -> list[tuple[int, str]]:
+    """(backend node id, frame id) of every closed shadow root in one target's DOM tree."""
+    found: list[tuple[int, str]] = []
+    stack: list[tuple[dict[str, Any], str]] = [(root, root_frame)]
     while stack:
-        node = stack.pop()
-        if node.get("nodeType") != _ELEMENT:
-            continue
-        out.append(node)
-        shadow_children: list[dict[str, Any]] = []
+        node, frame_id = stack.pop()
         for shadow in node.get("shadowRoots", ()):
-            if shadow.get("shadowRootType") == "open":
-                shadow_children.extend(shadow.get("children", ()))
-        stack.extend(reversed(node.get("children", ())))
-        stack.extend(reversed(shadow_children))
-    return out
+            if shadow.get("shadowRootType") == "closed":
+                found.append((shadow["backendNodeId"], frame_id))
+            stack.append((shadow, frame_id))
+        stack.extend((child, frame_id) for child in node.get("children", ()))
+        content = node.get("contentDocument")
+        if content is not None:
+            stack.append((content, node.get("frameId") or content.get("frameId") or frame_id))
+    return found
 
 
-def _walker_result(reply: dict[str, Any]) -> list[Any]:
-    if "exceptionDetails" in reply:
-        details = reply["exceptionDetails"]
-        raise SnapshotError(
-            f"The snapshot walker failed in the page: {details.get('text', '')} {details.get('exception', {}).get('description', '')}"
-        )
-    flat: list[Any] = loads_json(reply["result"].get("value") or "[]")
-    return flat
+async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: dict[str, _Frame]) -> None:
+    """Find the target's closed shadow roots over CDP and give each to our walker (its frame's
+    world) and to the action resolver's store (the page's world), so both can enter it."""
+    tree = await _get_tree(session)
+    roots = _closed_roots(tree, root_frame)
 
-
-async def _run_walker(session: CDPSession, object_id: str) -> list[Any]:
-    reply = await session.send(
-        "Runtime.callFunctionOn",
-        {"functionDeclaration": _walker_source(), "objectId": object_id, "returnByValue": True},
-    )
-    return _walker_result(reply)
-
-
-async def _walk_main_document(session: CDPSession) -> list[Any]:
-    """Walk the target's own document without waiting for the DOM tree (they run side by side)."""
-    reply = await session.send("Runtime.evaluate", {"expression": f"({_walker_source()}).call(document)", "returnByValue": True})
-    return _walker_result(reply)
-
-
-async def _record_closed_root(session: CDPSession, object_id: str) -> None:
-    """Hand a closed shadow root we found over CDP to the action resolver's store in the page.
-
-    Roots attached after the Stagehand was created are recorded by its attachShadow hook; this
-    covers those that existed before (a page the user loaded, then wrapped), so every element
-    the outline shows can be acted on.
-    """
-    reply = await session.send(
-        "Runtime.callFunctionOn",
-        {"functionDeclaration": closed_root_recorder(), "objectId": object_id, "returnByValue": True},
-    )
-    if "exceptionDetails" in reply:
-        logger.debug("could not record a closed shadow root for the resolver: %s", reply["exceptionDetails"].get("text"))
-
-
-async def _walk_unit(
-    session: CDPSession, unit: _Unit, info: dict[int, ElementInfo], *, prefetched: asyncio.Future[list[Any]] | None = None
-) -> None:
-    """Run the walker on one unit and merge what it says into ``info``."""
-    if prefetched is not None:
-        flat = await prefetched
-    else:
-        resolved = await session.send("DOM.resolveNode", {"backendNodeId": unit.root["backendNodeId"], "objectGroup": _GROUP})
-        object_id = resolved["object"]["objectId"]
-        if unit.root.get("shadowRootType") == "closed":
-            flat, _ = await asyncio.gather(_run_walker(session, object_id), _record_closed_root(session, object_id))
-        else:
-            flat = await _run_walker(session, object_id)
-    elements = _walk_order(unit.root)
-    aligned = len(flat) == _STRIDE * len(elements) and all(
-        flat[_STRIDE * i] == (el.get("localName") or el.get("nodeName", "").lower()) for i, el in enumerate(elements)
-    )
-    if aligned:
-        for i, el in enumerate(elements):
-            base = _STRIDE * i
-            info[el["backendNodeId"]] = (flat[base + 1], flat[base + 2], flat[base + 3], flat[base + 4])
-            if flat[base + 5] is not None:
-                el[TEXT_INDEX_KEY] = flat[base + 5]
-    else:
-        # The page changed between the two reads: trust Chrome's accessibility tree for this
-        # unit rather than guess.
-        logger.debug("walker and DOM tree disagree (%d vs %d elements); using the AX tree", len(flat) // _STRIDE, len(elements))
-        await _merge_ax_tree(session, unit.frame_id, info, keep_visibility=False)
-
-
-async def _merge_ax_tree(session: CDPSession, frame_id: str | None, info: dict[int, ElementInfo], *, keep_visibility: bool) -> None:
-    params = {"frameId": frame_id} if frame_id else {}
-    try:
-        nodes = (await session.send("Accessibility.getFullAXTree", params))["nodes"]
-    except CDPError as exc:
-        logger.debug("Accessibility.getFullAXTree failed for frame %s: %s", frame_id, exc)
-        return
-    for node in nodes:
-        backend = node.get("backendDOMNodeId")
-        if backend is None:
-            continue
-        role = (node.get("role") or {}).get("value", "")
-        name = (node.get("name") or {}).get("value", "")
-        if keep_visibility and backend in info:
-            bits, _, _, value = info[backend]
-            info[backend] = (bits, "none" if node.get("ignored") else role, name, value)
-            continue
-        hidden = node.get("ignored") and any(r.get("name") in _HIDDEN_AX_REASONS for r in node.get("ignoredReasons", ()))
-        info[backend] = (0 if hidden else VISIBLE, "none" if node.get("ignored") else role, name, None)
-
-
-async def _capture_target(
-    targets: PageTargets,
-    session: CDPSession,
-    root: dict[str, Any],
-    remote_sessions: dict[str, CDPSession],
-    info: dict[int, ElementInfo],
-    *,
-    prefetched: asyncio.Future[list[Any]] | None = None,
-) -> bool:
-    """Walk every unit of one target and, concurrently, capture its out-of-process frames.
-
-    ``prefetched`` is the walk of ``root`` itself when it was started before the tree arrived.
-    Returns True when remote objects were made on ``session`` (the caller frees them).
-    """
-    units, remote_frames = _units_and_remote_frames(root)
-
-    async def remote(owner: dict[str, Any]) -> None:
-        child_session = remote_sessions.get(owner["frameId"])
-        if child_session is None:
-            return  # a frame still loading, or gone: it shows as an empty iframe line
+    async def hand_over(backend_node_id: int, frame_id: str) -> None:
+        frame = frames.get(frame_id)
+        if frame is None:
+            return
         try:
-            child_root = await _get_tree(child_session)
-        except PageClosedError:
-            return  # navigated away or detached meanwhile
-        owner["contentDocument"] = child_root
-        # Backend node ids are per renderer process: an out-of-process frame gets its own map.
-        child_info: dict[int, ElementInfo] = {}
-        child_root[TARGET_INFO_KEY] = child_info
-        try:
-            await _capture_target(targets, child_session, child_root, remote_sessions, child_info)
-        finally:
-            await _release(child_session)
+            resolved = await session.send("DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": _GROUP})
+            await asyncio.gather(
+                _call_on_node(session, backend_node_id, frame.context, _KEEP_CLOSED_ROOT_JS),
+                session.send(
+                    "Runtime.callFunctionOn",
+                    {"functionDeclaration": closed_root_recorder(), "objectId": resolved["object"]["objectId"], "returnByValue": True},
+                ),
+            )
+        except (CDPError, PageClosedError) as exc:  # the root went away meanwhile
+            logger.debug("closed shadow root %s not handed over: %s", backend_node_id, exc)
 
-    await asyncio.gather(
-        *(_walk_unit(session, unit, info, prefetched=prefetched if unit.root is root else None) for unit in units),
-        *(remote(owner) for owner in remote_frames),
+    await asyncio.gather(*(hand_over(b, f) for b, f in roots))
+
+
+def _parse_walk(stream: list[Any], info: dict[int, ElementInfo], owners: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The walker's stream as CDP-shaped nodes (what ``build_outline`` reads); fills ``info``
+    and collects the iframe elements marked with a frame id into ``owners``."""
+    top: list[dict[str, Any]] = []
+    # Containers being filled: [children list, how many still to come] (-1: no limit).
+    open_: list[list[Any]] = [[top, -1]]
+    i, n = 0, len(stream)
+    while i < n:
+        while open_[-1][1] == 0:
+            open_.pop()
+        container = open_[-1]
+        kind = stream[i]
+        if kind == _TEXT:
+            container[0].append({"nodeType": _TEXT, "backendNodeId": stream[i + 1], "nodeValue": stream[i + 2]})
+            container[1] -= 1
+            i += 3
+            continue
+        tag, node_id, bits, role, name, value, extra, shadow, kids = stream[i + 1 : i + 10]
+        i += 10
+        node: dict[str, Any] = {"nodeType": _ELEMENT, "localName": tag, "nodeName": tag.upper() if kind == 1 else tag, "backendNodeId": node_id}
+        info[node_id] = (bits, role, name, value)
+        if extra is not None:
+            if tag in _FRAME_TAGS:
+                node["frameId"] = extra
+                owners.append(node)
+            else:
+                node["attributes"] = ["href", extra]
+        container[0].append(node)
+        container[1] -= 1
+        if kids:
+            node["children"] = []
+            open_.append([node["children"], kids])
+        if shadow >= 0:
+            shadow_root: dict[str, Any] = {"nodeType": _FRAGMENT, "shadowRootType": "closed" if shadow & 1 else "open", "children": []}
+            node["shadowRoots"] = [shadow_root]
+            if shadow >> 1:
+                open_.append([shadow_root["children"], shadow >> 1])  # the shadow children come first
+    return top
+
+
+def _document(frame: _Frame, owners: list[dict[str, Any]]) -> dict[str, Any]:
+    meta, stream = frame.walk if len(frame.walk) == 2 else ({}, [])
+    info: dict[int, ElementInfo] = {}
+    children = _parse_walk(stream, info, owners)
+    return {"nodeType": _DOCUMENT, "frameId": frame.frame_id, "children": children, "baseURL": meta.get("base", ""),
+            "documentURL": meta.get("url", ""), TARGET_INFO_KEY: info}
+
+
+async def _walk_all(targets: PageTargets) -> tuple[dict[str, _Frame], str]:
+    """Walk every frame of the page; returns the frames by id and the main frame's id."""
+    sessions = [targets.main, *(await targets.oopif_sessions()).values()]
+    per_target = await asyncio.gather(*(_frames_of(s) for s in sessions), return_exceptions=True)
+    frames: dict[str, _Frame] = {}
+    roots: list[_Frame] = []  # each target's own top frame
+    for index, found in enumerate(per_target):
+        if isinstance(found, BaseException):
+            if index == 0:
+                raise found
+            continue  # an out-of-process frame that went away: an empty iframe line
+        roots.append(found[0])
+        for frame in found:
+            frames.setdefault(frame.frame_id, frame)
+    main_id = roots[0].frame_id
+    entered = await asyncio.gather(*(_enter_world(f) for f in frames.values()), return_exceptions=True)
+    for frame, outcome in zip(list(frames.values()), entered, strict=True):
+        if isinstance(outcome, BaseException):
+            if frame.frame_id == main_id:
+                raise outcome
+            del frames[frame.frame_id]
+    # Mark iframe elements with their frames and learn which documents are new to us, first:
+    # the walks read both.
+    frame_list = list(frames.values())
+    probed = await asyncio.gather(
+        *(_probe(f) for f in frame_list),
+        *(_mark_owner(f, frames[f.parent_id]) for f in frame_list if f.parent_id in frames),
+        return_exceptions=True,
     )
-    return prefetched is None or len(units) > 1
+    _raise_for_main(frame_list, probed[: len(frame_list)], main_id)
+    new = [f for f, scanned in zip(frame_list, probed[: len(frame_list)], strict=True) if scanned is False]
+    if new:
+        await _scan(new, roots, frames)
+    walked = await asyncio.gather(*(_walk_frame(f, after_scan=f in new) for f in frame_list), return_exceptions=True)
+    _raise_for_main(frame_list, walked, main_id)
+    # A custom element without a visible shadow root appeared since we looked: it may hold a
+    # closed root, so look again and walk those frames once more.
+    again = [f for f in frame_list if f.walk and f.walk[0].get("rescan")]
+    if again:
+        await _scan(again, roots, frames)
+        await asyncio.gather(*(_walk_frame(f, after_scan=True) for f in again))
+    return frames, main_id
+
+
+def _raise_for_main(frames: list[_Frame], outcomes: list[Any], main_id: str) -> None:
+    """Re-raise the main frame's failure; another frame's (it navigated or went away while we
+    read it) leaves that frame empty, shown as an empty iframe line."""
+    for frame, outcome in zip(frames, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            if frame.frame_id == main_id or not isinstance(outcome, (CDPError, PageClosedError, SnapshotError)):
+                raise outcome
+            logger.debug("frame %s not read: %s", frame.frame_id, outcome)
+            frame.walk = []
+
+
+async def _scan(stale: list[_Frame], roots: list[_Frame], frames: dict[str, _Frame]) -> None:
+    """Hand over the closed shadow roots of every target that renders one of ``stale``."""
+    targets = {id(root.session): root for root in roots if any(f.session is root.session for f in stale)}
+    await asyncio.gather(*(_hand_over_closed_roots(root.session, root.frame_id, frames) for root in targets.values()))
+
+
+def _stitch(frames: dict[str, _Frame], main_id: str) -> dict[str, dict[str, Any]]:
+    """Every frame's document, each placed under the iframe element that shows it."""
+    owners: list[dict[str, Any]] = []
+    documents = {frame_id: _document(frame, owners) for frame_id, frame in frames.items()}
+    for owner in owners:
+        document = documents.get(owner["frameId"])
+        if document is not None and owner["frameId"] != main_id:
+            owner["contentDocument"] = document
+    return documents
 
 
 async def capture_snapshot(
@@ -373,47 +441,85 @@ async def capture_snapshot(
     """
     started = time.perf_counter()
     main = targets.main
-    info: dict[int, ElementInfo] = {}
-    prefetched: asyncio.Future[list[Any]] | None = None
+    sessions_used = [main]
     scope_object: str | None = None
     dom_confidence: float | None = None
-    made_objects = False
     try:
-        if selector is None:
-            # The page's own walk does not need the DOM tree: start it first, fetch the tree meanwhile.
-            prefetched = asyncio.ensure_future(_walk_main_document(main))
-            root, remote_sessions = await asyncio.gather(_get_tree(main), targets.oopif_sessions())
-            root_xpath, base_url = "", root.get("baseURL") or root.get("documentURL") or ""
-        else:
-            scope_object = await _locate(main, selector)
-            (root, (root_xpath, base_url)), remote_sessions = await asyncio.gather(
-                _scoped_tree(main, scope_object), targets.oopif_sessions()
-            )
-        made_objects = await _capture_target(targets, main, root, remote_sessions, info, prefetched=prefetched)
+        frames, main_id = await _walk_all(targets)
+        sessions_used = list({id(f.session): f.session for f in frames.values()}.values())
+        documents = _stitch(frames, main_id)
+        root: dict[str, Any] = documents[main_id]
+        root_xpath = ""
+        base_url = root.get("baseURL") or root.get("documentURL") or ""
+        info: dict[int, ElementInfo] = root[TARGET_INFO_KEY]
+        if selector is not None:
+            scope_object = await _locate(main, selector, frames[main_id].context)
+            root, root_xpath, base_url, info = await _scoped(main, scope_object, documents)
         if confidence:
             dom_confidence = (await measure_over_cdp(main, object_id=scope_object)).score
     finally:
-        if prefetched is not None and not prefetched.done():
-            prefetched.cancel()
-        if scope_object is not None or made_objects:
-            await _release(main)
+        await asyncio.gather(*(_release(s) for s in sessions_used))
     result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
-    url = targets.page.url if targets.page is not None else ""
-    logger.debug("snapshot of %s: %d elements, %d chars in %.0f ms", url, len(info), len(result.tree), (time.perf_counter() - started) * 1000)
-    return Snapshot(result.tree, result.xpath_map, result.url_map, url, dom_confidence=dom_confidence)
+    logger.debug("snapshot: %d frames, %d lines, %d chars in %.0f ms", len(frames), result.tree.count("\n") + 1,
+                 len(result.tree), (time.perf_counter() - started) * 1000)
+    return Snapshot(result.tree, result.xpath_map, result.url_map, targets.page.url if targets.page is not None else "",
+                    dom_confidence=dom_confidence)
 
 
-async def _scoped_tree(session: CDPSession, object_id: str) -> tuple[dict[str, Any], tuple[str, str]]:
-    tree, where = await asyncio.gather(
-        _get_tree(session, object_id=object_id),
+async def element_backend_ids(targets: PageTargets, ordinals: FrameOrdinals, element_ids: list[str]) -> dict[str, int | None]:
+    """Chrome's backend node id of each outline element id (``"<ordinal>-<n>"``), for CDP commands
+    that need one; None for an element that is gone or an id that is not ours."""
+    wanted: dict[str | None, list[tuple[str, int]]] = {}
+    out: dict[str, int | None] = dict.fromkeys(element_ids)
+    for element_id in element_ids:
+        try:
+            ordinal, number = (int(part) for part in element_id.split("-", 1))
+        except ValueError:
+            continue
+        wanted.setdefault(ordinals.frame_id(ordinal) if ordinal else None, []).append((element_id, number))
+    sessions = [targets.main, *(await targets.oopif_sessions()).values()]
+    for index, session in enumerate(sessions):
+        for frame in await _frames_of(session):
+            key = None if index == 0 and frame.parent_id is None else frame.frame_id
+            if key not in wanted:
+                continue
+            await _enter_world(frame)
+            for element_id, number in wanted.pop(key):
+                reply = await session.send("Runtime.evaluate", {
+                    "expression": f"(() => {{ const r = {_STORE}.nodes.get({number}); return r ? r.deref() || null : null; }})()",
+                    "contextId": frame.context, "objectGroup": _GROUP})
+                object_id = reply.get("result", {}).get("objectId")
+                if object_id is not None:
+                    out[element_id] = (await session.send("DOM.describeNode", {"objectId": object_id}))["node"]["backendNodeId"]
+            await _release(session)
+    return out
+
+
+async def _scoped(
+    session: CDPSession, object_id: str, documents: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], str, str, dict[int, ElementInfo]]:
+    """The scoped element's own walk (its subtree, frames stitched in) and where it sits."""
+    walk, where = await asyncio.gather(
+        session.send("Runtime.callFunctionOn", {"functionDeclaration": _walker_source(), "objectId": object_id,
+                                                "arguments": [{"value": False}], "returnByValue": True}),
         session.send("Runtime.callFunctionOn", {"functionDeclaration": _XPATH_OF_JS, "objectId": object_id, "returnByValue": True}),
     )
-    path, base = where["result"]["value"]
-    return tree, (path, base)
+    _, stream = loads_json(_reply_value(walk, "walker") or "[{}, []]")
+    info: dict[int, ElementInfo] = {}
+    owners: list[dict[str, Any]] = []
+    nodes = _parse_walk(stream, info, owners)
+    for owner in owners:
+        document = documents.get(owner["frameId"])
+        if document is not None:
+            owner["contentDocument"] = document
+    path, base = _reply_value(where, "xpath")
+    if not nodes:
+        raise SnapshotError("the element to snapshot went away while it was being read; try again.")
+    return nodes[0], path, base, info
 
 
-async def _locate(session: CDPSession, selector: str) -> str:
-    """Resolve ``selector`` (XPath or CSS) in the main frame to a remote object id."""
+async def _locate(session: CDPSession, selector: str, context: int) -> str:
+    """Resolve ``selector`` (XPath or CSS) in the main frame, in our world, to a remote object id."""
     raw = selector.strip()
     if not raw:
         raise InvalidArgumentError("selector is empty; pass an XPath ('xpath=/html/body/main' or '//main') or a CSS selector ('css=main' or 'main').")
@@ -427,7 +533,7 @@ async def _locate(session: CDPSession, selector: str) -> str:
         kind, expr = "css", raw
     reply = await session.send(
         "Runtime.evaluate",
-        {"expression": f"({_LOCATE_JS})({json.dumps(expr)}, {json.dumps(kind)})", "objectGroup": _GROUP},
+        {"expression": f"({_LOCATE_JS})({json.dumps(expr)}, {json.dumps(kind)})", "objectGroup": _GROUP, "contextId": context},
     )
     if "exceptionDetails" in reply:
         detail = reply["exceptionDetails"].get("exception", {}).get("description") or reply["exceptionDetails"].get("text", "")

@@ -112,7 +112,8 @@ def split_outline(tree: str, max_tokens: int) -> list[OutlineChunk]:
 class Snapshot:
     """What the page looks like to a model: an outline plus maps back to the page.
 
-    - ``tree``: one line per kept node, ``[<frameOrdinal>-<backendNodeId>] <role>: <name>``,
+    - ``tree``: one line per kept node, ``[<frameOrdinal>-<n>] <role>: <name>`` (``n`` numbers the node within its
+      document, the same in every snapshot of that document),
       two spaces of indent per level (see :mod:`stagehand_py.snapshot` for every rule).
     - ``xpath_map``: element id -> canonical absolute XPath resolving to exactly that node,
       through iframes and open/closed shadow roots.

@@ -2,7 +2,7 @@
 id -> XPath and id -> URL maps. No I/O here, so every rule is testable without a browser.
 
 Rules (the documented outline format):
-- one line per kept node: ``[<frameOrdinal>-<backendNodeId>] <role>: <name>`` followed by
+- one line per kept node: ``[<frameOrdinal>-<n>] <role>: <name>`` (``n``: the node's number in the walker's store, under the key ``backendNodeId``) followed by
   ``value="..."`` for inputs and flags like ``[checked]``; two spaces of indent per level;
 - hidden nodes (not rendered, ``aria-hidden``, ``inert``) are left out, their visible
   descendants are not;

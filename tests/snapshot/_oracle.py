@@ -1,6 +1,6 @@
 """An independent check of the snapshot's XPath contract, over raw CDP.
 
-For each id, the XPath must lead to exactly the node whose backend id is in the id. Steps are
+For each id, the XPath must lead to exactly the node the snapshot gave that id. Steps are
 walked in the page, hops are crossed with CDP (shadow roots via DOM.describeNode, including
 closed ones; iframes via their content document or their own out-of-process target). Paths
 without hops are also evaluated with the browser's own ``document.evaluate``, which must
@@ -103,11 +103,17 @@ async def standard_xpath_matches(targets: PageTargets, xpath: str) -> list[int]:
     return ids
 
 
-async def check_xpath_map(targets: PageTargets, xpath_map: dict[str, str]) -> list[str]:
-    """Every violation of the contract, as readable lines (empty when all hold)."""
+async def check_xpath_map(targets: PageTargets, xpath_map: dict[str, str], backend_ids: dict[str, int | None]) -> list[str]:
+    """Every violation of the contract, as readable lines (empty when all hold).
+
+    ``backend_ids`` gives Chrome's backend node id of each element id (from the snapshot's own
+    store, :func:`element_backend_id`); the XPath is walked independently and must reach it."""
     failures: list[str] = []
     for element_id, xpath in xpath_map.items():
-        expected = int(element_id.split("-", 1)[1])
+        expected = backend_ids.get(element_id)
+        if expected is None:
+            failures.append(f"{element_id}: the snapshot's store does not know this id")
+            continue
         found, note = await resolve_backend_id(targets, xpath)
         if found != expected:
             failures.append(f"{element_id}: {xpath} -> {found} ({note})")

@@ -39,3 +39,10 @@ async def load(page, url: str) -> None:
     await page.wait_for_load_state("networkidle")
     for frame in page.frames:
         await frame.wait_for_load_state()
+
+
+async def backend_ids(sh: Stagehand, snapshot) -> dict[str, int | None]:
+    """Chrome's backend node id behind each of the snapshot's ids (for the XPath oracle)."""
+    from stagehand_py.snapshot._capture import element_backend_ids
+
+    return await element_backend_ids(await sh._page_targets(), sh._ordinals, list(snapshot.xpath_map))

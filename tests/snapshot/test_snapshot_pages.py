@@ -12,7 +12,7 @@ from stagehand_py import ElementNotFoundError, InvalidArgumentError, PageClosedE
 from stagehand_py.browser._cdp import PageTargets
 
 from ._oracle import check_xpath_map
-from .conftest import load, normalize_ids
+from .conftest import backend_ids, load, normalize_ids
 
 GOLDEN = {
 'forms.html': """\
@@ -162,7 +162,7 @@ async def test_every_xpath_resolves_to_exactly_its_node(sh, page, server, path) 
     assert set(snapshot.xpath_map) == set(snapshot.ids), "every line has an XPath and every XPath a line"
     targets = await PageTargets.for_page(page)
     try:
-        failures = await check_xpath_map(targets, dict(snapshot.xpath_map))
+        failures = await check_xpath_map(targets, dict(snapshot.xpath_map), await backend_ids(sh, snapshot))
     finally:
         await targets.close()
     assert not failures, "\n".join(failures[:20])

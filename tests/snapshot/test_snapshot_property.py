@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from stagehand_py.browser._cdp import PageTargets
 
 from ._oracle import check_xpath_map
+from .conftest import backend_ids
 
 # Names the HTML parser accepts, including ones XPath cannot spell as a plain name test.
 TAGS = ["div", "span", "p", "button", "a", "ul", "li", "section", "label", "input", "b",
@@ -60,7 +61,7 @@ async def test_random_doms_snapshot_and_keep_the_xpath_contract(sh, page, server
     snapshot = await sh.snapshot()
     targets = await PageTargets.for_page(page)
     try:
-        failures = await check_xpath_map(targets, dict(snapshot.xpath_map))
+        failures = await check_xpath_map(targets, dict(snapshot.xpath_map), await backend_ids(sh, snapshot))
     finally:
         await targets.close()
     assert not failures, document + "\n" + "\n".join(failures[:10])
