@@ -52,6 +52,12 @@ def _value_of(name: str, spec: object) -> str:
 
 
 def _check_names(variables: Mapping[str, object]) -> None:
+    if not isinstance(variables, Mapping):
+        # A list or a string here used to fail deep inside with AttributeError.
+        raise InvalidArgumentError(
+            f"variables must be a mapping of name -> value (or -> {{'value': ..., 'description': ...}}), "
+            f"not a {type(variables).__name__}: e.g. variables={{'username': 'ada'}}."
+        )
     for name in variables:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise InvalidArgumentError(

@@ -18,12 +18,20 @@ __all__ = ["write_combined_csv", "write_report_html", "write_reports"]
 _BASE_COLUMNS = ["sample_id", "url", "status", "error", "notes", "screenshots"]
 
 
+#: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets: a page
+#: could make an extracted value run as one when the CSV is opened (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, str | int | float | bool):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    if isinstance(value, bool | int | float):
+        return str(value)  # numbers stay numbers (a negative number is not a formula)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    if text.startswith(_FORMULA_START):
+        return "'" + text  # shown as text by every spreadsheet; the quote marks the neutralised cell
+    return text
 
 
 def _data_columns(results: list[Mapping[str, Any]]) -> list[str]:
@@ -41,7 +49,9 @@ def write_combined_csv(run_dir: Path, results: Mapping[str, Mapping[str, Any]]) 
     data_columns = _data_columns(rows)
     header = [*_BASE_COLUMNS, *(f"data.{c}" for c in data_columns), "data"]
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # RFC 4180 line ends: the writer then quotes a field holding a lone \r too (a page-supplied
+    # value must not split a row for the readers that treat \r as a line end).
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(header)
     for result in rows:
         data = result.get("data")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import jsonschema
+import referencing
+import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -51,6 +53,8 @@ def parse_json_text(text: str) -> Any:
         candidate = fenced.group(1).strip()
     try:
         return json.loads(candidate)
+    except RecursionError as deep:
+        raise InvalidOutput(["the answer is nested too deeply to read; answer with a flat JSON object"], text) from deep
     except json.JSONDecodeError as first:
         # Prose around one JSON value: take the outermost {...} or [...].
         for opener, closer in (("{", "}"), ("[", "]")):
@@ -58,7 +62,7 @@ def parse_json_text(text: str) -> Any:
             if 0 <= start < end:
                 try:
                     return json.loads(candidate[start : end + 1])
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     continue
         raise InvalidOutput([f"the answer is not valid JSON ({first.msg} at line {first.lineno} column {first.colno})"], text) from first
 
@@ -147,9 +151,49 @@ class OutputSpec(Generic[T]):
         return value
 
 
+def _refuse_remote(uri: str) -> Any:
+    """The registry's retrieval: the library never fetches a schema (no request the user did not ask for)."""
+    raise InvalidSchemaError(f"the schema refers to {uri!r}, which is not in the schema; remote $ref is never fetched.")
+
+
+#: Resolves only what is inside the schema itself (``#/$defs/...``); anything else is refused.
+_NO_REMOTE = referencing.Registry(retrieve=_refuse_remote)  # type: ignore[call-arg]
+
+
+def _refs(node: Any, path: str = "$") -> list[tuple[str, str]]:
+    """Every ``$ref`` in ``node`` with where it is, iteratively (a deep schema must not recurse)."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str]] = [(node, path)]
+    while stack:
+        current, where = stack.pop()
+        if isinstance(current, dict):
+            ref = current.get("$ref")
+            if isinstance(ref, str):
+                found.append((ref, where))
+            stack.extend((v, f"{where}.{k}") for k, v in current.items())
+        elif isinstance(current, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(current))
+    return found
+
+
+def _local_target(schema: dict[str, Any], ref: str) -> bool:
+    """Whether the local reference ``ref`` (``#`` or ``#/a/b``) names a part of ``schema``."""
+    node: Any = schema
+    for raw in ref[1:].split("/")[1:] if ref.startswith("#/") else []:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False
+    return ref == "#" or ref.startswith("#/")
+
+
 def check_json_schema(schema: dict[str, Any], *, what: str) -> None:
     """Raise :class:`InvalidSchemaError` (naming ``what``, e.g. ``"output"``) unless ``schema``
-    is a valid JSON Schema. The one place schemas given by callers are checked."""
+    is a valid JSON Schema whose every ``$ref`` points inside it. The one place schemas given by
+    callers are checked; a remote ``$ref`` is refused here, never fetched."""
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except SchemaError as exc:
@@ -157,6 +201,19 @@ def check_json_schema(schema: dict[str, Any], *, what: str) -> None:
             f"{what} is not a valid JSON Schema: {exc.message}. Pass a pydantic model class or a JSON Schema "
             "dict such as {'type': 'object', 'properties': {'title': {'type': 'string'}}}."
         ) from exc
+    except RecursionError as exc:
+        raise InvalidSchemaError(f"{what} is nested too deeply to check as a JSON Schema.") from exc
+    for ref, where in _refs(schema):
+        if not ref.startswith("#"):
+            raise InvalidSchemaError(
+                f"{what} has a remote $ref {ref!r} at {where}: stagehand_py never fetches schemas. Put the definition "
+                "in the schema's own $defs and refer to it as '#/$defs/<name>'."
+            )
+        if not _local_target(schema, ref):
+            raise InvalidSchemaError(
+                f"{what} has a $ref {ref!r} at {where} that names nothing in the schema: define it under $defs "
+                "or fix the reference."
+            )
 
 
 def validation_errors(data: Any, schema: dict[str, Any], model: type[BaseModel] | None = None, *,
@@ -174,7 +231,12 @@ def validation_errors(data: Any, schema: dict[str, Any], model: type[BaseModel] 
         except ValidationError as exc:
             return _pydantic_errors(exc, root)[:limit], None
     validator_cls = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_cls(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    try:
+        errors = sorted(validator_cls(schema, registry=_NO_REMOTE).iter_errors(data), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return [f"{root}: the answer is nested too deeply to check; answer with a flatter structure"], None
+    except referencing.exceptions.Unresolvable as exc:
+        raise InvalidSchemaError(f"the schema has a $ref that cannot be resolved inside it: {exc}") from exc
     return [_json_path(list(e.absolute_path), root) + ": " + _message(e) for e in errors[:limit]], data
 
 
