@@ -2,9 +2,17 @@
 
 Enforcement is a ``context.route("**/*")`` handler, so it covers the main page, frames,
 fetch/XHR, subresources and popups alike (Playwright routes apply to every page of the
-context). An allowed request falls through to any route the caller installed
-(``route.fallback()``); a blocked one is aborted as ``blockedbyclient``, recorded, and a
-popup that was opened to a blocked address is closed.
+context), plus a ``context.route_web_socket`` handler for WebSockets. A blocked request is
+aborted as ``blockedbyclient``, recorded, and a popup that was opened to a blocked address is
+closed.
+
+Redirects: the browser follows a redirect without asking routes again, so an allowed URL that
+answers ``302 Location: <another host>`` would carry the request there. The guard therefore
+fetches allowed requests itself without following redirects (``route.fetch(max_redirects=0)``):
+a redirect to an allowed address is handed to the browser, which asks again for the next hop
+(and the guard sees it); a redirect elsewhere is blocked. Responses are buffered on the way
+(a streamed response arrives whole). A ``page.route`` the caller installed still runs first; a
+``context.route`` installed before the guard no longer sees allowed requests.
 
 Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
 ``"127.0.0.1:8080"`` (host and port), ``"https://*.example.com"`` (scheme too). ``data:``,
@@ -17,7 +25,7 @@ import fnmatch
 import logging
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from .._errors import InvalidArgumentError
 from ._types import BlockedRequest
@@ -86,6 +94,7 @@ class DomainGuard:
 
     async def install(self) -> None:
         await self._context.route("**/*", self._handle)
+        await self._context.route_web_socket(lambda url: True, self._handle_web_socket)
         self._context.on("page", self._on_page)
         self._installed = True
 
@@ -97,6 +106,8 @@ class DomainGuard:
         await self.sweep()
         try:
             await self._context.unroute("**/*", self._handle)
+            # Playwright has no unroute for WebSockets: the handler lets everything through
+            # once the guard is uninstalled.
         except Exception as exc:  # the context may be closed already
             logger.debug("allowed_domains: unroute failed: %s", exc)
 
@@ -113,11 +124,39 @@ class DomainGuard:
         logger.info("allowed_domains: blocked %s %s", kind, url)
         return item
 
+    async def _handle_web_socket(self, ws: Any) -> None:
+        if not self._installed or self.allows(ws.url):
+            ws.connect_to_server()
+            return
+        self.record(ws.url, "request", "websocket")
+        await ws.close(code=1008, reason="blocked by allowed_domains")
+
     async def _handle(self, route: Any, request: Any) -> None:
         url = request.url
         if self.allows(url):
-            await route.fallback()
+            await self._pass_checking_redirects(route, request)
             return
+        await self._block(route, request, url)
+
+    async def _pass_checking_redirects(self, route: Any, request: Any) -> None:
+        if urlsplit(request.url).scheme not in ("http", "https"):
+            await route.fallback()  # nothing to redirect
+            return
+        try:
+            response = await route.fetch(max_redirects=0)
+        except Exception as exc:  # the network failed: let the browser see the same failure
+            logger.debug("allowed_domains: fetching %s failed: %s", request.url, exc)
+            await route.abort("failed")
+            return
+        location = response.headers.get("location")
+        if 300 <= response.status < 400 and location:
+            target = urljoin(request.url, location)
+            if not self.allows(target):
+                await self._block(route, request, target)
+                return
+        await route.fulfill(response=response)
+
+    async def _block(self, route: Any, request: Any, url: str) -> None:
         kind = "request"
         if request.is_navigation_request():
             try:

@@ -1,0 +1,120 @@
+"""allowed_domains against a hostile server: an allowed address that redirects to another host,
+for a navigation, an iframe, an image and a fetch, and a WebSocket to another host, never reach
+that host. The allowed host is 127.0.0.1, the hostile one `localhost` (a different host name on
+another port); the hostile server counts every request it gets. Each scenario also runs without
+the guard, as the control that shows the hostile host would be reached."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import websockets
+from _server import Request, Response
+
+from stagehand_py.agent._domains import DomainGuard
+
+
+@pytest.fixture
+def hostile(cross_server):
+    """Requests the hostile host received (paths)."""
+    hits: list[str] = []
+
+    def record(req: Request) -> Response:
+        hits.append(req.path)
+        return Response.html("<title>stolen</title><p>you reached the hostile host</p>")
+
+    with cross_server.route("/steal", record):
+        yield hits
+
+
+@pytest.fixture
+def redirecting(server):
+    def redirect(req: Request) -> Response:
+        return Response(302, "", headers={"Location": req.query["to"]})
+
+    with server.route("/redirect", redirect):
+        yield lambda to: server.url("redirect?to=") + to
+
+
+SCENARIOS = {
+    "navigation": "goto",
+    "iframe": "<iframe src='{url}'></iframe>",
+    "image": "<img src='{url}'>",
+    "fetch": "<script>window.done = fetch('{url}').then(r => 'ok', e => 'blocked');</script>",
+}
+
+
+async def _run(page, server, kind: str, url: str) -> None:
+    if kind == "navigation":
+        try:
+            await page.goto(url)
+        except Exception:
+            pass  # blocked: the navigation fails
+        return
+    await page.goto(server.url("index.html"))
+    await page.set_content(SCENARIOS[kind].format(url=url))
+    await page.wait_for_load_state("networkidle")
+    if kind == "fetch":
+        await page.evaluate("window.done")
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "control-unguarded"])
+@pytest.mark.parametrize("kind", list(SCENARIOS))
+async def test_a_redirect_to_another_host_is_blocked(page, server, cross_server, hostile, redirecting, kind: str, guarded: bool) -> None:
+    guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page)
+    if guarded:
+        await guard.install()
+    try:
+        await _run(page, server, kind, redirecting(cross_server.url(f"steal?kind={kind}")))
+    finally:
+        await guard.uninstall()
+    if guarded:
+        assert hostile == []
+        assert any(b.url.startswith(cross_server.origin) for b in guard.blocked), guard.blocked
+    else:
+        assert hostile == ["/steal"]  # the control: without the guard the redirect lands there
+
+
+async def test_redirects_within_the_allowlist_still_work(page, server, redirecting) -> None:
+    guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page)
+    await guard.install()
+    try:
+        await page.goto(redirecting(server.url("redirect?to=" + server.url("forms.html"))))
+        assert page.url == server.url("forms.html")
+        assert await page.title()
+    finally:
+        await guard.uninstall()
+    assert guard.blocked == []
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "control-unguarded"])
+async def test_a_websocket_to_another_host_never_connects(page, server, guarded: bool) -> None:
+    handshakes: list[str] = []
+
+    async def echo(ws) -> None:
+        handshakes.append(ws.request.path)
+        async for message in ws:
+            await ws.send(message)
+
+    async with websockets.serve(echo, "127.0.0.1", 0) as ws_server:
+        port = ws_server.sockets[0].getsockname()[1]
+        guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page)
+        if guarded:
+            await guard.install()
+        try:
+            await page.goto(server.url("index.html"))
+            outcome = await page.evaluate("""(url) => new Promise((resolve) => {
+                const ws = new WebSocket(url);
+                ws.onopen = () => { ws.send('secret'); ws.onmessage = (e) => resolve('open:' + e.data); };
+                ws.onclose = () => resolve('closed');
+                setTimeout(() => resolve('timeout'), 5000);
+            })""", f"ws://localhost:{port}/socket")
+        finally:
+            await guard.uninstall()
+        await asyncio.sleep(0.1)
+    if guarded:
+        assert outcome == "closed" and handshakes == []
+        assert [b.resource_type for b in guard.blocked] == ["websocket"]
+    else:
+        assert outcome == "open:secret" and handshakes == ["/socket"]
