@@ -15,7 +15,6 @@ net, drops choices from the end until the request fits the token budget.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -27,6 +26,7 @@ from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_blo
 from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
 from ..llm import ImagePart, LLMClient, SystemMessage, UserMessage
+from ..snapshot import ACTIONABLE_ROLES, parse_outline
 from ._common import _terms, ask, prompt_tokens, reask_reserve
 
 __all__ = ["ACTIONABLE_ROLES", "MAX_CHOICES", "ask_elements", "candidates", "elements_from_choices"]
@@ -35,17 +35,6 @@ logger = logging.getLogger("stagehand_py._operations")
 
 T = TypeVar("T")
 
-#: Outline roles a user can act on; only these become choices.
-ACTIONABLE_ROLES = frozenset({
-    "button", "link", "textbox", "searchbox", "combobox", "listbox", "option", "checkbox", "radio",
-    "switch", "slider", "spinbutton", "menuitem", "menuitemcheckbox", "menuitemradio", "tab",
-    "treeitem", "DisclosureTriangle", "ListBoxOption", "MenuListOption",
-})
-
-_LINE = re.compile(r"^\s*\[(\d+-\d+)\] ([A-Za-z]+)(.*)$")
-_FLAGS = re.compile(r"(?:\s\[[a-z]+\])+$")
-
-
 def candidates(outline: str, fence: Fence) -> dict[str, str]:
     """The choices of ``outline`` in page order: choice line -> element id.
 
@@ -53,14 +42,15 @@ def candidates(outline: str, fence: Fence) -> dict[str, str]:
     no fence surrounds them); state flags such as ``[checked]`` are left out.
     """
     out: dict[str, str] = {}
-    for raw in outline.split("\n"):
-        m = _LINE.match(raw)
-        if m is None or m.group(2) not in ACTIONABLE_ROLES:
+    for element in parse_outline(outline):
+        if not element.actionable:
             continue
-        tail = _FLAGS.sub("", m.group(3))
-        named = tail.startswith(": ")
-        line = choice_line(m.group(2), tail[2:] if named else "", m.group(1), details="" if named else tail)
-        out[fence.neutralise(line)] = m.group(1)
+        shown_value = "" if element.value is None else ' value="' + element.value.replace('"', '\\"') + '"'
+        if element.name:
+            line = choice_line(element.role, element.name + shown_value, element.id)
+        else:
+            line = choice_line(element.role, "", element.id, details=shown_value)
+        out[fence.neutralise(line)] = element.id
     return out
 
 

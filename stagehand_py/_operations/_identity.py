@@ -17,7 +17,6 @@ a stale entry: the caller heals it by description.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -25,7 +24,7 @@ from .._actions import resolve_element
 from .._cache import ElementIdentity
 from .._errors import ActionError, CDPError, InvalidArgumentError, SnapshotError
 from .._types import Action, VariableValue
-from ..snapshot import Snapshot
+from ..snapshot import Snapshot, parse_line
 from ._common import redact_text
 
 if TYPE_CHECKING:
@@ -35,19 +34,14 @@ __all__ = ["identity_in", "identity_matches", "remember"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
-_LINE = re.compile(r"^\s*\[\d+-\d+\] (.*)$")
-#: What follows the name on an outline line: an input value, then state flags.
-_TAIL = re.compile(r'(?: value="(?:[^"\\]|\\.)*")?(?: \[[a-z]+\])*$')
 
 
 def identity_of_line(line: str, variables: Mapping[str, VariableValue]) -> ElementIdentity | None:
     """Role and name of an outline line (``[0-12] textbox: Username value="x" [focused]``)."""
-    m = _LINE.match(line)
-    if m is None:
+    element = parse_line(line)
+    if element is None:
         return None
-    label = _TAIL.sub("", m.group(1), count=1)
-    role, _, name = label.partition(": ")
-    return ElementIdentity(role, redact_text(name, variables))
+    return ElementIdentity(element.role, redact_text(element.name, variables))
 
 
 def _xpath(selector: str) -> str | None:

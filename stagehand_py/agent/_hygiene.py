@@ -26,7 +26,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +44,7 @@ from .._errors import (
     ServerError,
     StagehandTimeoutError,
 )
+from ..snapshot import parse_line, parse_outline
 
 __all__ = [
     "NUDGE_LEVELS",
@@ -430,31 +431,25 @@ _PAGINATION = re.compile(
     r"|view more.*|older (posts|entries)|page suivante|weiter|siguiente)$",
     re.IGNORECASE,
 )
-_OUTLINE_LINE = re.compile(r"^\s*\[[^\]]+\]\s+(?P<role>[\w ]+?):\s*(?P<name>.*?)(?:\s+(?:value=\"|\[)(?:.*))?$")
 
 
 def is_pagination_control(line: str) -> bool:
     """Whether an outline line (``[0-12] link: Next page``) or an instruction names a "next
     page" / "load more" control: a link or button whose name is one of the usual labels."""
     text = line.strip()
-    m = _OUTLINE_LINE.match(text)
-    if m:
-        if m.group("role").strip() not in ("link", "button"):
+    element = parse_line(text)
+    if element is not None:
+        if element.role not in ("link", "button"):
             return False
-        text = m.group("name")
+        text = element.name
     text = re.sub(r"^(click|press|tap|open)( on)?( the)?\s+", "", text.strip().strip("'\""), flags=re.IGNORECASE)
     text = re.sub(r"\s+(link|button)$", "", text, flags=re.IGNORECASE).strip()
     return bool(_PAGINATION.match(text))
 
 
-def count_actionable(outline: str, roles: Sequence[str]) -> int:
+def count_actionable(outline: str, roles: Collection[str]) -> int:
     """Outline lines whose role is one of ``roles`` and that are not disabled."""
-    count = 0
-    for line in outline.splitlines():
-        m = _OUTLINE_LINE.match(line)
-        if m and m.group("role").strip() in roles and "[disabled]" not in line:
-            count += 1
-    return count
+    return sum(1 for e in parse_outline(outline) if e.role in roles and "disabled" not in e.flags)
 
 
 def batch_abort_reason(

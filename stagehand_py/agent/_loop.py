@@ -42,6 +42,7 @@ from .._prompts import agent as P
 from .._prompts.common import Fence
 from .._types import Action, Variables
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, Usage, UserMessage
+from ..snapshot import ACTIONABLE_ROLES, parse_line
 from ._domains import DomainGuard
 from ._hygiene import (
     FailureTracker,
@@ -98,11 +99,6 @@ SafetyCallback = Callable[[SafetyCheck], "bool | Awaitable[bool]"]
 
 # Browser tools of all agents on one page run one at a time.
 _BROWSER_LOCKS: WeakKeyDictionary[Any, asyncio.Lock] = WeakKeyDictionary()
-
-_INTERACTIVE_ROLES = (
-    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
-    "menuitem", "tab", "switch", "slider", "spinbutton",
-)
 
 
 def _browser_lock(page: Any) -> asyncio.Lock:
@@ -364,8 +360,8 @@ def _visible_elements(outline: str | None, limit: int = 60) -> str:
     lines = []
     for line in outline.splitlines():
         text = line.strip()
-        role = text.split("] ", 1)[1].split(":", 1)[0].strip() if "] " in text else ""
-        if role in _INTERACTIVE_ROLES and "[disabled]" not in text:
+        element = parse_line(text)
+        if element is not None and element.actionable and "disabled" not in element.flags:
             lines.append(text)
     if not lines:
         return "(no actionable elements in the outline)"
@@ -789,7 +785,7 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
             navigations.append(frame.url)
 
     url_before = state.url
-    actionable_before = count_actionable("\n".join(run.outline_chunks), _INTERACTIVE_ROLES)
+    actionable_before = count_actionable("\n".join(run.outline_chunks), ACTIONABLE_ROLES)
     total = len(calls)
     page.on("framenavigated", on_navigated)
     try:
@@ -807,7 +803,7 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
                     reason = batch_abort_reason(
                         url_before=url_before, url_now=current.url, navigations=len(navigations),
                         actionable_before=actionable_before,
-                        actionable_now=count_actionable("\n".join(run.outline_chunks), _INTERACTIVE_ROLES),
+                        actionable_now=count_actionable("\n".join(run.outline_chunks), ACTIONABLE_ROLES),
                     )
                 if reason is not None:
                     skipped = [c.tool for c in calls[index - 1:]]
