@@ -7,11 +7,15 @@ Pure helpers (no I/O) are tested without a browser in tests/operations/test_pure
 
 from __future__ import annotations
 
+import base64
+import functools
+import html
 import json
 import logging
 import math
 import re
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -189,7 +193,9 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
 
     The rule, secrecy first:
 
-    - a value of :data:`SHORT_VALUE` (4) characters or more is replaced wherever it occurs;
+    - a value of :data:`SHORT_VALUE` (4) characters or more is replaced wherever it occurs, and
+      so are the echoes a page can make of it: upper/lower case, URL-encoded, HTML-escaped,
+      base64, or split by invisible (zero-width) characters, which page text loses first;
     - a shorter value (``"1"``, ``"a"``) is replaced only as a whole token, i.e. where no
       letter, digit or underscore touches it on either side (``Step 1 of 3`` -> ``Step %pin%
       of 3``, but ``101`` and ``Plan`` stay), and anywhere inside an input's ``value="..."``
@@ -225,14 +231,33 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
 _ID_PREFIX = re.compile(r"(?m)^( *\[\d+-\d+\])")
 
 
+#: Invisible characters a page can put inside an echo of a value to dodge an exact match; they
+#: carry nothing a model needs, so page text loses them before values are looked for.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
+
+
+@functools.lru_cache(maxsize=256)
+def _echo_pattern(value: str) -> re.Pattern[str]:
+    """Every common transformation of ``value`` a page may echo: any letter case, URL encoding
+    (either hex case, ``+`` or ``%20`` for spaces), HTML escaping, base64 (standard and URL-safe,
+    with or without padding), and the outline's own quoting."""
+    encoded = base64.b64encode(value.encode()).decode()
+    forms = {
+        value, " ".join(value.split()).replace('"', '\\"'), urllib.parse.quote(value, safe=""), urllib.parse.quote(value),
+        urllib.parse.quote_plus(value), html.escape(value), encoded, encoded.rstrip("="),
+        encoded.replace("+", "-").replace("/", "_"), encoded.replace("+", "-").replace("/", "_").rstrip("="),
+    }
+    alternatives = sorted((f for f in forms if f), key=len, reverse=True)
+    return re.compile("|".join(re.escape(f) for f in alternatives), re.IGNORECASE)
+
+
 def _mark_values(text: str, order: list[str]) -> str:
+    text = _INVISIBLE.sub("", text)
     for n, value in enumerate(order):
         mark = f"{_MARK_OPEN}{chr(_MARK_BASE + n)}{_MARK_CLOSE}"
         quoted = " ".join(value.split()).replace('"', '\\"')
         if len(value) >= SHORT_VALUE:
-            text = text.replace(value, mark)
-            if quoted != value and quoted:
-                text = text.replace(quoted, mark)
+            text = _echo_pattern(value).sub(mark, text)
             continue
 
         def in_value(m: re.Match[str], value: str = value, quoted: str = quoted, mark: str = mark) -> str:
