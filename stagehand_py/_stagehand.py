@@ -23,7 +23,7 @@ from ._types import Action, ActResult, Variables
 from .browser._cdp import PageTargets
 from .browser._session import BrowserSession, connect_browser, launch_browser
 from .llm import LanguageModel, LLMClient, Metrics, OutputMode, Profile, RetryPolicy, UsageLimits
-from .snapshot._capture import FrameOrdinals, capture_snapshot
+from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ class Stagehand:
         self._session = _session or BrowserSession(page=page)
         self._targets: PageTargets | None = None
         self._ordinals = FrameOrdinals()
+        self._snapshot_memory = EngineMemory()
         self._closed = False
         if not isinstance(token_budget, int) or token_budget < 1000:
             raise InvalidArgumentError(f"token_budget must be an int of at least 1000 tokens, got {token_budget!r}.")
@@ -218,7 +219,7 @@ class Stagehand:
         """
         self._check_open()
         targets = await self._page_targets()
-        return await capture_snapshot(targets, self._ordinals, selector=selector, confidence=confidence)
+        return await capture_snapshot(targets, self._ordinals, memory=self._snapshot_memory, selector=selector, confidence=confidence)
 
     # --- models and operations -----------------------------------------------------------
 

@@ -33,7 +33,7 @@ from ._aria import with_aria
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, ElementInfo, build_outline
 
-__all__ = ["FrameOrdinals", "capture_snapshot"]
+__all__ = ["EngineMemory", "FrameOrdinals", "capture_snapshot", "element_backend_ids"]
 
 _GROUP = "stagehand-snapshot"
 #: The isolated world's name: Chrome gives every caller asking for it in a frame the same world.
@@ -62,8 +62,6 @@ def _walker_source() -> str:
     return with_aria(source.strip()).replace("__STORE__", _STORE)
 
 
-#: Whether this document's closed roots were already looked for (makes the store if needed).
-_PROBE_JS = f"{_STORE}.scanned"
 #: ``this`` = an iframe element in our world; marks it with its frame id for the walker.
 _MARK_FRAME_JS = f"function (frameId) {{ {_STORE}.frames.set(this, frameId); return true; }}"
 #: ``this`` = a closed ShadowRoot in our world; lets the walker enter it.
@@ -127,13 +125,14 @@ class FrameOrdinals:
 
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a frame's walk is large
 class _Frame:
     """One frame of the page, as the CDP target that renders it knows it."""
 
     frame_id: str
     parent_id: str | None
     session: CDPSession
+    loader_id: str = ""  # changes with every new document in the frame
     context: int = 0  # our isolated world's execution context in this frame
     walk: list[Any] = field(default_factory=list)  # [meta, stream] from the walker
 
@@ -146,7 +145,7 @@ async def _frames_of(session: CDPSession) -> list[_Frame]:
     while pending:
         node = pending.pop()
         frame = node["frame"]
-        out.append(_Frame(frame["id"], frame.get("parentId"), session))
+        out.append(_Frame(frame["id"], frame.get("parentId"), session, frame.get("loaderId", "")))
         pending.extend(node.get("childFrames", ()))
     return out
 
@@ -165,10 +164,19 @@ def _reply_value(reply: dict[str, Any], what: str) -> Any:
     return reply["result"].get("value")
 
 
-async def _probe(frame: _Frame) -> bool:
-    """True when this frame's document has been looked into for closed roots already."""
-    reply = await frame.session.send("Runtime.evaluate", {"expression": _PROBE_JS, "contextId": frame.context, "returnByValue": True})
-    return bool(_reply_value(reply, "probe"))
+class EngineMemory:
+    """What the engine already did for the documents of one page, so a warm snapshot is one
+    round trip per frame: which documents had their closed shadow roots looked for, and which
+    iframe elements were marked with their frame. Kept by the Stagehand for its page."""
+
+    def __init__(self) -> None:
+        self.scanned: set[tuple[str, str]] = set()  # (frame id, loader id)
+        self.marked: set[tuple[str, str, str]] = set()  # (parent frame id, its loader id, child frame id)
+
+    def forget(self, frame: _Frame) -> None:
+        """The frame's document is new to our world after all (its store was fresh)."""
+        self.scanned.discard((frame.frame_id, frame.loader_id))
+        self.marked = {m for m in self.marked if m[:2] != (frame.frame_id, frame.loader_id)}
 
 
 async def _walk_frame(frame: _Frame, *, after_scan: bool) -> None:
@@ -189,13 +197,15 @@ async def _call_on_node(session: CDPSession, backend_node_id: int, context: int,
     return _reply_value(reply, "helper")
 
 
-async def _mark_owner(frame: _Frame, parent: _Frame) -> None:
+async def _mark_owner(frame: _Frame, parent: _Frame) -> bool:
     """Tell the parent frame's walker which iframe element shows ``frame``."""
     try:
         owner = await parent.session.send("DOM.getFrameOwner", {"frameId": frame.frame_id})
         await _call_on_node(parent.session, owner["backendNodeId"], parent.context, _MARK_FRAME_JS, frame.frame_id)
-    except (CDPError, PageClosedError) as exc:  # detached or navigating meanwhile: shown as an empty iframe line
+        return True
+    except (CDPError, PageClosedError, SnapshotError) as exc:  # detached or navigating meanwhile: an empty iframe line
         logger.debug("frame %s has no owner to mark: %s", frame.frame_id, exc)
+        return False
 
 
 def _is_too_deep(exc: CDPError) -> bool:
@@ -286,7 +296,7 @@ def _closed_roots(root: dict[str, Any], root_frame: str) -> list[tuple[int, str]
     return found
 
 
-async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: dict[str, _Frame]) -> None:
+async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: dict[str, _Frame]) -> set[str]:
     """Find the target's closed shadow roots over CDP and give each to our walker (its frame's
     world) and to the action resolver's store (the page's world), so both can enter it."""
     tree = await _get_tree(session)
@@ -309,6 +319,7 @@ async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: 
             logger.debug("closed shadow root %s not handed over: %s", backend_node_id, exc)
 
     await asyncio.gather(*(hand_over(b, f) for b, f in roots))
+    return {frame_id for _, frame_id in roots}
 
 
 def _parse_walk(stream: list[Any], info: dict[int, ElementInfo], owners: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -359,7 +370,18 @@ def _document(frame: _Frame, owners: list[dict[str, Any]]) -> dict[str, Any]:
             "documentURL": meta.get("url", ""), TARGET_INFO_KEY: info}
 
 
-async def _walk_all(targets: PageTargets) -> tuple[dict[str, _Frame], str]:
+async def _mark_new_owners(frame_list: list[_Frame], frames: dict[str, _Frame], memory: EngineMemory) -> None:
+    """Mark the iframe elements whose frames the parent's walker does not know yet."""
+    todo = []
+    for frame in frame_list:
+        parent = frames.get(frame.parent_id or "")
+        if parent is not None and (parent.frame_id, parent.loader_id, frame.frame_id) not in memory.marked:
+            todo.append((frame, parent))
+    done = await asyncio.gather(*(_mark_owner(f, p) for f, p in todo))
+    memory.marked.update((p.frame_id, p.loader_id, f.frame_id) for (f, p), ok in zip(todo, done, strict=True) if ok)
+
+
+async def _walk_all(targets: PageTargets, memory: EngineMemory) -> tuple[dict[str, _Frame], str]:
     """Walk every frame of the page; returns the frames by id and the main frame's id."""
     sessions = [targets.main, *(await targets.oopif_sessions()).values()]
     per_target = await asyncio.gather(*(_frames_of(s) for s in sessions), return_exceptions=True)
@@ -380,26 +402,29 @@ async def _walk_all(targets: PageTargets) -> tuple[dict[str, _Frame], str]:
             if frame.frame_id == main_id:
                 raise outcome
             del frames[frame.frame_id]
-    # Mark iframe elements with their frames and learn which documents are new to us, first:
-    # the walks read both.
     frame_list = list(frames.values())
-    probed = await asyncio.gather(
-        *(_probe(f) for f in frame_list),
-        *(_mark_owner(f, frames[f.parent_id]) for f in frame_list if f.parent_id in frames),
-        return_exceptions=True,
-    )
-    _raise_for_main(frame_list, probed[: len(frame_list)], main_id)
-    new = [f for f, scanned in zip(frame_list, probed[: len(frame_list)], strict=True) if scanned is False]
-    if new:
-        await _scan(new, roots, frames)
-    walked = await asyncio.gather(*(_walk_frame(f, after_scan=f in new) for f in frame_list), return_exceptions=True)
+    await _mark_new_owners(frame_list, frames, memory)
+    # A document new to us: look for its closed shadow roots over CDP while it is walked.
+    new = [f for f in frame_list if (f.frame_id, f.loader_id) not in memory.scanned]
+    walks = asyncio.gather(*(_walk_frame(f, after_scan=f in new) for f in frame_list), return_exceptions=True)
+    with_roots, walked = await asyncio.gather(_scan(new, roots, frames), walks)
     _raise_for_main(frame_list, walked, main_id)
-    # A custom element without a visible shadow root appeared since we looked: it may hold a
-    # closed root, so look again and walk those frames once more.
+    memory.scanned.update((f.frame_id, f.loader_id) for f in new)
+    # Our world's store was fresh where we thought we knew the document: mark and look again.
+    lost = [f for f in frame_list if f not in new and f.walk and not f.walk[0].get("scanned")]
+    for frame in lost:
+        memory.forget(frame)
+    if lost:
+        await _mark_new_owners(frame_list, frames, memory)
+        with_roots |= await _scan(lost, roots, frames)
+    # Closed roots handed over after the walk started, or a custom element (which may hold one)
+    # that appeared since we looked: walk those frames again, with the roots.
     again = [f for f in frame_list if f.walk and f.walk[0].get("rescan")]
     if again:
-        await _scan(again, roots, frames)
-        await asyncio.gather(*(_walk_frame(f, after_scan=True) for f in again))
+        with_roots |= await _scan(again, roots, frames)
+    redo = [f for f in frame_list if f.frame_id in with_roots or f in lost]
+    if redo:
+        await asyncio.gather(*(_walk_frame(f, after_scan=False) for f in redo))
     return frames, main_id
 
 
@@ -414,10 +439,12 @@ def _raise_for_main(frames: list[_Frame], outcomes: list[Any], main_id: str) -> 
             frame.walk = []
 
 
-async def _scan(stale: list[_Frame], roots: list[_Frame], frames: dict[str, _Frame]) -> None:
-    """Hand over the closed shadow roots of every target that renders one of ``stale``."""
+async def _scan(stale: list[_Frame], roots: list[_Frame], frames: dict[str, _Frame]) -> set[str]:
+    """Hand over the closed shadow roots of every target that renders one of ``stale``; returns
+    the frames that have any."""
     targets = {id(root.session): root for root in roots if any(f.session is root.session for f in stale)}
-    await asyncio.gather(*(_hand_over_closed_roots(root.session, root.frame_id, frames) for root in targets.values()))
+    found = await asyncio.gather(*(_hand_over_closed_roots(root.session, root.frame_id, frames) for root in targets.values()))
+    return set().union(*found) if found else set()
 
 
 def _stitch(frames: dict[str, _Frame], main_id: str) -> dict[str, dict[str, Any]]:
@@ -432,7 +459,8 @@ def _stitch(frames: dict[str, _Frame], main_id: str) -> dict[str, dict[str, Any]
 
 
 async def capture_snapshot(
-    targets: PageTargets, ordinals: FrameOrdinals, *, selector: str | None = None, confidence: bool = False
+    targets: PageTargets, ordinals: FrameOrdinals, *, memory: EngineMemory | None = None, selector: str | None = None,
+    confidence: bool = False,
 ) -> Snapshot:
     """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`.
 
@@ -445,7 +473,7 @@ async def capture_snapshot(
     scope_object: str | None = None
     dom_confidence: float | None = None
     try:
-        frames, main_id = await _walk_all(targets)
+        frames, main_id = await _walk_all(targets, memory if memory is not None else EngineMemory())
         sessions_used = list({id(f.session): f.session for f in frames.values()}.values())
         documents = _stitch(frames, main_id)
         root: dict[str, Any] = documents[main_id]

@@ -2,8 +2,9 @@
 // cannot see or reach: its prototypes, JSON and globals are not the page's, so a page that
 // overrides Element.prototype methods or JSON.stringify cannot forge a line).
 //
-// Called with `this` = a Document, a ShadowRoot or an Element, and `afterScan` (true right
-// after the Python side handed us the document's closed shadow roots over CDP). Frames are not entered:
+// Called with `this` = a Document, a ShadowRoot or an Element, and `afterScan` (true when the
+// Python side is looking for the document's closed shadow roots over CDP meanwhile: the walk
+// after that one will not ask again for the custom elements seen now). Frames are not entered:
 // each frame's document gets its own call, and the Python side stitches them under the iframe
 // lines (it marks each iframe element with its frame id beforehand, store.frames).
 //
@@ -21,6 +22,7 @@ function (afterScan) {
         FALLBACK_UNUSED = 2048;
   const ARIA = __ARIA__;
   const store = __STORE__;  // this world's store, made by whichever of our calls comes first
+  const scanned = store.scanned;
   if (afterScan) store.scanned = true;
   const idOf = (n) => {
     let id = store.ids.get(n);
@@ -125,11 +127,11 @@ function (afterScan) {
       if (!shadow) {
         shadow = store.closed.get(el) || null;
         closed = !!shadow;
-        if (!shadow && tag.includes('-')) {
-          // A custom element may hold a closed root attached after our last look: ask the
-          // Python side to look again (it sees closed roots through CDP).
-          if (afterScan) store.seen.add(el);
-          else if (!store.seen.has(el)) rescan++;
+        if (!shadow && tag.includes('-') && !store.seen.has(el)) {
+          // A custom element new since the document's closed roots were looked for may hold
+          // one: ask the Python side to look again (it sees closed roots through CDP).
+          store.seen.add(el);
+          if (scanned) rescan++;
         }
       }
     }
@@ -163,7 +165,7 @@ function (afterScan) {
   if (store.nodes.size > 4 * out.length + 10000) {
     for (const [id, ref] of store.nodes) if (!ref.deref()) store.nodes.delete(id);
   }
-  const meta = { base: doc.baseURI || '', url: doc.URL || '', rescan };
+  const meta = { base: doc.baseURI || '', url: doc.URL || '', rescan, scanned };
   // One string crosses CDP far faster than an array of 100k values returned by value.
   return JSON.stringify([meta, out]);
 }

@@ -63,3 +63,25 @@ async def test_without_the_snapshot_the_closed_root_is_out_of_reach(context, ser
             await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]), timeout=1)
         await fresh.snapshot()
         assert (await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]))).success
+
+
+async def test_a_closed_root_attached_after_the_first_snapshot_is_found(loaded: Stagehand) -> None:
+    """The document was looked into once; a custom element that arrives later with a closed
+    root makes the engine look again, so its content shows and can be acted on."""
+    first = await loaded.snapshot()
+    assert "Late button" not in first.tree
+    await loaded.page.evaluate("""() => {
+        customElements.define('late-widget', class extends HTMLElement {
+            constructor() {
+                super();
+                const root = this.attachShadow({ mode: 'closed' });
+                root.innerHTML = '<button>Late button</button>';
+                root.querySelector('button').onclick = (e) => { e.target.textContent = 'Late pressed'; };
+            }
+        });
+        document.body.appendChild(document.createElement('late-widget'));
+    }""")
+    snap = await loaded.snapshot()
+    button = _id_of(snap.tree, "button: Late button")
+    assert (await loaded.act(Action(selector=f"xpath={snap.xpath_map[button]}", method="click"))).success
+    assert "button: Late pressed" in (await loaded.snapshot()).tree
