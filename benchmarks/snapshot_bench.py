@@ -1,11 +1,13 @@
-"""Snapshot speed and size, side by side: stagehand_py vs Playwright aria_snapshot vs TS Stagehand.
+"""Snapshot speed and size, side by side: stagehand_py on a wrapped page and on a launched one vs
+TS Stagehand 3.7.3 vs Playwright's aria_snapshot.
 
     python benchmarks/snapshot_bench.py [--pages json,stdtypes,...] [--runs 5] [--skip-ts]
 
-For each page and engine: the first call's ms, the median of N warm calls, the output's
-characters and estimated tokens (chars/4). The engines run one after the other on each page,
-never at the same time, so the ratios printed at the end compare like with like.
-See benchmarks/README.md.
+For each page and engine: the first (cold) call's ms, the median of N warm calls, CPU ms per
+warm call of this Python process and of the browser processes, bytes the snapshot moved from the
+page into Python, the output's characters and estimated tokens (chars/4). The engines run one
+after the other on each page, never at the same time, so the ratios printed at the end compare
+like with like. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -38,14 +40,20 @@ TS_VERSION = "3.7.3"
 TS_DIR = REPO / ".bench" / "ts-stagehand"
 TS_SCRIPT = HERE / "ts_snapshot.mjs"
 
-# name -> path under the Python docs, or "django" for the admin changelist.
+# name -> path under the Python docs, "django" for the admin changelist, "assets:<path>" for a
+# test page (served with a second origin for cross-site frames), "table" for a generated table.
 PAGES = {
     "json": "library/json.html",
     "stdtypes": "library/stdtypes.html",
     "os": "library/os.html",
     "genindex": "genindex-all.html",
+    "table5000": "table",
     "django": "django",
+    "frames": "assets:frames/outer.html",
+    "cross_site": "assets:cross_site.html",
+    "shadow": "assets:shadow.html",
 }
+TABLE_ROWS = 5000
 
 
 @dataclass
@@ -55,6 +63,9 @@ class Result:
     ms: list[float] = field(default_factory=list)
     chars: int | None = None
     error: str | None = None
+    py_cpu_ms: float | None = None  # per warm call, this process
+    browser_cpu_ms: float | None = None  # per warm call, the browser processes
+    bytes_in: int | None = None  # per call, what the snapshot moved from the page into Python
 
     @property
     def median(self) -> float | None:
@@ -88,39 +99,96 @@ async def _within(coro: Awaitable, seconds: float):
     return task.result()
 
 
+def _browser_cpu_s() -> float:
+    """CPU seconds used so far by the Chromium processes under this process (both browsers: the
+    one not being timed is idle)."""
+    try:
+        import psutil
+    except ImportError:
+        return float("nan")
+    total = 0.0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in proc.name():
+                times = proc.cpu_times()
+                total += times.user + times.system
+        except psutil.Error:
+            continue
+    return total
+
+
 async def time_calls(call: Callable[[], Awaitable[str]], runs: int, engine: str) -> Result:
     """One cold call, then ``runs`` warm ones; the output's length is taken from the last."""
     times, text = [], ""
-    for _ in range(runs + 1):
+    py0 = br0 = 0.0
+    for i in range(runs + 1):
+        if i == 1:
+            py0, br0 = time.process_time(), _browser_cpu_s()
         t0 = time.perf_counter()
         text = await _within(call(), CALL_TIMEOUT)
         times.append((time.perf_counter() - t0) * 1000)
-    return Result(engine, times[0], times[1:], len(text))
+    py = (time.process_time() - py0) * 1000 / max(runs, 1)
+    br = (_browser_cpu_s() - br0) * 1000 / max(runs, 1)
+    return Result(engine, times[0], times[1:], len(text), py_cpu_ms=py, browser_cpu_ms=br if br == br else None)
 
 
 # --- engines ---------------------------------------------------------------------------------
 
 
-async def bench_ours(sh, target: Target, runs: int) -> Result:
-    await sh.page.goto(target.url)
+async def _goto(page, target: Target) -> None:
+    await page.goto(target.url)
     if target.login:
-        await target.login(sh.page)
-        await sh.page.goto(target.url)
+        await target.login(page)
+        await page.goto(target.url)
+    await page.wait_for_load_state("networkidle")
+
+
+async def bench_ours(sh, target: Target, runs: int, engine: str, *, loaded: bool = False) -> Result:
+    """``loaded``: the page is already on the target (a wrapped page the user loaded first)."""
+    if not loaded:
+        await _goto(sh.page, target)
+    from stagehand_py.snapshot import _capture
+
+    moved = [0]
+    real_loads = _capture.loads_json
+
+    def counting_loads(raw):  # the walker's JSON, one string per frame
+        moved[0] += len(raw)
+        return real_loads(raw)
 
     async def call() -> str:
         return (await sh.snapshot()).tree
 
-    return await time_calls(call, runs, "ours")
+    _capture.loads_json = counting_loads
+    try:
+        result = await time_calls(call, runs, engine)
+    finally:
+        _capture.loads_json = real_loads
+    result.bytes_in = moved[0] // (runs + 1)
+    return result
+
+
+async def bench_wrapped(Stagehand, browser, target: Target, runs: int) -> Result:
+    """The headline use: a page the user's own script launched and loaded, then wrapped."""
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        await _goto(page, target)
+        sh = Stagehand(page)
+        try:
+            return await bench_ours(sh, target, runs, "wrapped", loaded=True)
+        finally:
+            await sh.close()
+    finally:
+        await context.close()
 
 
 async def bench_aria(browser, target: Target, runs: int, cookies_out: list) -> Result:
     context = await browser.new_context()
     try:
         page = await context.new_page()
-        await page.goto(target.url)
+        await _goto(page, target)
         if target.login:
-            await target.login(page)
-            await page.goto(target.url)
             cookies_out[:] = await context.cookies()  # hands the session to the TS run
         body = page.locator("body")
         return await time_calls(body.aria_snapshot, runs, "aria")
@@ -208,26 +276,28 @@ def _ratio(a: float | int | None, b: float | int | None) -> str:
 
 
 def print_report(results: dict[str, dict[str, Result]], notes: list[str]) -> None:
-    labels = {"ours": "stagehand_py", "aria": "pw aria_snapshot", "ts": f"TS Stagehand {TS_VERSION}"}
-    head = f"{'page':<10} {'engine':<20} {'first ms':>9} {'median ms':>10} {'chars':>10} {'~tokens':>9}"
+    labels = {"wrapped": "ours, wrapped", "launched": "ours, launched", "aria": "pw aria_snapshot", "ts": f"TS Stagehand {TS_VERSION}"}
+    head = (f"{'page':<10} {'engine':<18} {'cold ms':>8} {'warm ms':>8} {'py cpu':>7} {'br cpu':>7} "
+            f"{'bytes in':>10} {'chars':>9} {'~tokens':>8}")
     print("\n" + head + "\n" + "-" * len(head))
     for page, by_engine in results.items():
         for i, (engine, r) in enumerate(by_engine.items()):
             name = page if i == 0 else ""
             if r.error:
-                print(f"{name:<10} {labels[engine]:<20} {'error: ' + r.error}")
+                print(f"{name:<10} {labels[engine]:<18} {'error: ' + r.error}")
                 continue
             print(
-                f"{name:<10} {labels[engine]:<20} {_num(r.first_ms):>9} {_num(r.median):>10} "
-                f"{_num(r.chars):>10} {_num(r.tokens):>9}"
+                f"{name:<10} {labels[engine]:<18} {_num(r.first_ms):>8} {_num(r.median):>8} {_num(r.py_cpu_ms):>7} "
+                f"{_num(r.browser_cpu_ms):>7} {_num(r.bytes_in):>10} {_num(r.chars):>9} {_num(r.tokens):>8}"
             )
-    head = f"{'page':<10} {'ours/TS ms':>11} {'ours/TS tok':>12} {'ours/aria ms':>13} {'ours/aria tok':>14}"
+    head = (f"{'page':<10} {'wrapped/TS warm':>15} {'wrapped/TS cold':>15} {'launched/TS warm':>16} "
+            f"{'wrapped/aria':>12} {'tokens/TS':>9}")
     print("\n" + head + "\n" + "-" * len(head))
     for page, by_engine in results.items():
-        ours, ts, aria = (by_engine.get(k) or Result(k) for k in ("ours", "ts", "aria"))
+        wrapped, launched, ts, aria = (by_engine.get(k) or Result(k) for k in ("wrapped", "launched", "ts", "aria"))
         print(
-            f"{page:<10} {_ratio(ours.median, ts.median):>11} {_ratio(ours.chars, ts.chars):>12} "
-            f"{_ratio(ours.median, aria.median):>13} {_ratio(ours.chars, aria.chars):>14}"
+            f"{page:<10} {_ratio(wrapped.median, ts.median):>15} {_ratio(wrapped.first_ms, ts.first_ms):>15} "
+            f"{_ratio(launched.median, ts.median):>16} {_ratio(wrapped.median, aria.median):>12} {_ratio(wrapped.chars, ts.chars):>9}"
         )
     for note in notes:
         print("note:", note)
@@ -258,7 +328,24 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
 
     targets: list[Target] = []
     cleanups: list[Callable[[], None]] = []
-    doc_names = [n for n in names if PAGES[n] != "django"]
+    doc_names = [n for n in names if PAGES[n] not in ("django", "table") and not PAGES[n].startswith("assets:")]
+    asset_names = [n for n in names if PAGES[n].startswith("assets:")]
+    if asset_names:
+        from _server import start_pair  # tests/_server.py: two loopback origins, for cross-site frames
+
+        same, cross = start_pair()
+        cleanups += [same.stop, cross.stop]
+        targets += [Target(n, same.url(PAGES[n].split(":", 1)[1])) for n in asset_names]
+    if "table5000" in names:
+        table_dir = Path(tempfile.mkdtemp(prefix="snapshot-bench-"))
+        rows = "".join(f"<tr><td>{i}</td><td>Item {i}</td><td><a href='/item/{i}'>Open {i}</a></td><td>{i * 3 % 97}.00</td></tr>"
+                       for i in range(TABLE_ROWS))
+        (table_dir / "table.html").write_text(
+            f"<!doctype html><title>Table</title><table><thead><tr><th>#</th><th>Name</th><th>Link</th><th>Price</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>", encoding="utf-8")
+        table_server = StaticServer(table_dir).start()
+        cleanups.append(table_server.stop)
+        targets.append(Target("table5000", table_server.url("table.html")))
     if doc_names:
         docs = find_docs()
         if docs is None:
@@ -267,6 +354,8 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
             docs_server = StaticServer(docs).start()  # 127.0.0.1 only
             cleanups.append(docs_server.stop)
             targets += [Target(n, docs_server.url(PAGES[n])) for n in doc_names]
+    order = {n: i for i, n in enumerate(names)}
+    targets.sort(key=lambda t: order[t.name])
     if "django" in names:
         try:
             import serve
@@ -293,9 +382,11 @@ async def run(opts: argparse.Namespace) -> dict[str, dict[str, Result]]:
             for target in targets:
                 print(f"{target.name}: {target.url}", flush=True)
                 row: dict[str, Result] = {}
+                if Stagehand is not None:
+                    row["wrapped"] = await _guard("wrapped", bench_wrapped(Stagehand, browser, target, opts.runs))
                 if sh is not None:
-                    row["ours"] = await _guard("ours", bench_ours(sh, target, opts.runs))
-                    if row["ours"].error:
+                    row["launched"] = await _guard("launched", bench_ours(sh, target, opts.runs, "launched"))
+                    if row["launched"].error:
                         # A timed-out snapshot may keep its renderer busy and skew the other
                         # engines' numbers; a fresh browser ends that work.
                         await _close_quietly(sh)
