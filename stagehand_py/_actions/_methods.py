@@ -220,10 +220,15 @@ async def _fill(call: MethodCall, text: str) -> None:
     await call.element.fill(text, timeout=call.timeout_ms)  # fill() clears first
 
 
-_CARET_TO_END_JS = """el => {
+#: Focuses the element with the caret at the end; true when it now has the focus (a disabled or
+#: read-only field cannot take it, and keys would then go to whatever has the focus).
+_FOCUS_FOR_TYPING_JS = """el => {
+  if (el.disabled || el.readOnly || el.getAttribute('aria-disabled') === 'true') return false;
   el.focus();
   try { if (typeof el.value === "string" && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length); }
   catch (e) { /* email/number inputs have no selection API: the caret stays where it is */ }
+  const active = el.getRootNode().activeElement;
+  return active === el || el.contains(active);
 }"""
 
 
@@ -231,8 +236,15 @@ async def _type(call: MethodCall, text: str) -> None:
     # Typing appends, like a person who clicks into a field and types: Playwright's type()
     # puts the caret at the *start* of a field it has to focus, so focus it ourselves with the
     # caret at the end first. Then one key event per character (Locator.press_sequentially
-    # is the same thing for locators).
-    await call.element.evaluate(_CARET_TO_END_JS)
+    # is the same thing for locators). Never type into an element that did not take the focus:
+    # the keys (perhaps a secret) would land in whatever element has it.
+    if not await call.element.evaluate(_FOCUS_FOR_TYPING_JS):
+        raise ActionFailedError(
+            f"type on {call.selector}: the element is disabled or read-only, or did not take the focus, so nothing was "
+            "typed. Wait until it is enabled (observe again), or act on the field that is.",
+            selector=call.selector,
+            method="type",
+        )
     await call.element.type(text, timeout=call.timeout_ms)
 
 

@@ -7,6 +7,7 @@ a closed page from a refused click. The checks below are the message fragments P
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from playwright.async_api import Error as PlaywrightError
@@ -48,10 +49,23 @@ def is_transient_error(exc: BaseException) -> bool:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """Replace every secret value in ``text`` with ``[redacted]`` (longest first)."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+    """Replace every secret value in ``text`` with ``[redacted]`` (longest first), and every
+    quoted fragment of one: Playwright quotes the piece of a value it could not parse
+    (``Unknown key: "@w9"`` for a key chord holding a password)."""
+    values = sorted({s for s in secrets if s}, key=len, reverse=True)
+    for secret in values:
         text = text.replace(secret, "[redacted]")
-    return text
+
+    def fragment(m: re.Match[str]) -> str:
+        inner = m.group(2)
+        if len(inner) >= 2 and any(inner in secret for secret in values):
+            return f"{m.group(1)}[redacted]{m.group(1)}"
+        return m.group(0)
+
+    return _QUOTED.sub(fragment, text) if values else text
+
+
+_QUOTED = re.compile(r"""(["'`])([^"'`\n]{1,200})\1""")
 
 
 def _first_line(exc: BaseException) -> str:
