@@ -10,7 +10,7 @@ every request carries it. ``False``: never. A model without image input
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from .._errors import ConfigurationError, InvalidArgumentError
@@ -63,10 +63,14 @@ def plan_requests(chunks: Sequence[T], vision: VisionMode, *, confidence: float 
         yield chunks[0], True
 
 
-async def with_annotated_screenshot(page: Any, snapshot: Snapshot, system: str, user: str, fence: Fence) -> tuple[str, str, list[ImagePart]]:
-    """``system``/``user`` with the vision note and the box legend, and the annotated screenshot."""
+async def with_annotated_screenshot(page: Any, snapshot: Snapshot, system: str, user: str, fence: Fence, *,
+                                    redact: Callable[[str], str]) -> tuple[str, str, list[ImagePart]]:
+    """``system``/``user`` with the vision note and the box legend, and the annotated screenshot.
+
+    ``redact`` is applied to the legend's outline lines, as to the outline itself: a field's line
+    shows its value, which may be a secret typed a moment ago."""
     shot = await annotated_screenshot(page, snapshot)
-    legend = [(box.number, snapshot.line_for(box.element_id) or f"[{box.element_id}]") for box in shot.boxes]
+    legend = [(box.number, redact(snapshot.line_for(box.element_id) or f"[{box.element_id}]")) for box in shot.boxes]
     logger.debug("annotated screenshot: %r, ~%d tokens", shot, shot.tokens)
     return f"{system}\n\n{VISION_SYSTEM_NOTE}", f"{user}\n\n{screenshot_legend(legend, fence)}", [shot.image_part()]
 

@@ -46,6 +46,7 @@ from ._common import (
     chunk_budget,
     pieces,
     rank_chunks,
+    redact_text,
 )
 from ._identity import identity_matches, remember
 from ._vision import (
@@ -177,7 +178,8 @@ async def _plan(ctx: OperationContext, instruction: str, snapshot: Snapshot, tre
                         part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
         images: list[ImagePart] = []
         if with_image:
-            system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
+            system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence,
+                                                                    redact=lambda line: redact_text(line, ctx.known_variables))
         actions = await ask_elements(client, system, user, ActAnswer, outline=chunk.text, fence=fence,
                                      token_budget=ctx.token_budget, purpose="act", secrets=ctx.secrets(), check=check,
                                      images=images, instruction=instruction)

@@ -152,7 +152,8 @@ async def observe(
                             part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None)
         system, images = observe_system(fence), list[ImagePart]()
         if with_image:
-            system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence)
+            system, user, images = await with_annotated_screenshot(ctx.page, snapshot, system, user, fence,
+                                                                    redact=lambda line: redact_text(line, ctx.known_variables))
         actions = await ask_elements(
             client, system, user, ObserveAnswer, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
             purpose="observe", secrets=ctx.secrets(),
