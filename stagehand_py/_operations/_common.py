@@ -7,26 +7,22 @@ Pure helpers (no I/O) are tested without a browser in tests/operations/test_pure
 
 from __future__ import annotations
 
-import base64
-import functools
-import html
 import json
 import logging
 import math
 import re
 import time
-import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from .._actions import secret_values
-from .._actions._variables import _value_of
 from .._cache import ElementIdentity
 from .._errors import OutputValidationError
 from .._prompts.llm import prompted_json_instructions, reask_message
+from .._secrets import SHORT_VALUE, redact_text
 from .._types import Action, VariableValue
 from ..llm import (
     AssistantMessage,
@@ -174,99 +170,6 @@ def pieces(snapshot_tree: str, budget: int) -> list[OutlineChunk]:
 
 
 # --- outline text ----------------------------------------------------------------------------
-
-
-#: Variable values shorter than this are redacted from page text only as whole tokens (and
-#: anywhere inside an input's ``value="..."``): see :func:`redact_text`.
-SHORT_VALUE = 4
-#: An input's value on an outline line (``_quote`` in the snapshot: ``"`` escaped as ``\\"``).
-_VALUE_ATTR = re.compile(r'value="(?:[^"\\]|\\.)*"')
-#: While redacting, value number ``n`` stands as ``U+FDD0, chr(_MARK_BASE + n), U+FDD1``:
-#: Unicode noncharacters around a plane-15 private-use character, so no later token match
-#: (no letter or digit in it) and no page text can touch it.
-_MARK_OPEN, _MARK_CLOSE, _MARK_BASE = "\ufdd0", "\ufdd1", 0xF0000
-_MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
-
-
-def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
-    """``text`` (page text bound for a model) with variable values replaced by ``%name%``.
-
-    The rule, secrecy first:
-
-    - a value of :data:`SHORT_VALUE` (4) characters or more is replaced wherever it occurs, and
-      so are the echoes a page can make of it: upper/lower case, URL-encoded, HTML-escaped,
-      base64, or split by invisible (zero-width) characters, which page text loses first;
-    - a shorter value (``"1"``, ``"a"``) is replaced only as a whole token, i.e. where no
-      letter, digit or underscore touches it on either side (``Step 1 of 3`` -> ``Step %pin%
-      of 3``, but ``101`` and ``Plan`` stay), and anywhere inside an input's ``value="..."``
-      on an outline line, where a typed value shows (``value="x1y"`` -> ``value="x%pin%y"``).
-      Replacing every ``a`` of a page would garble the prompt and hide nothing: a one-letter
-      value cannot be recognised inside other words anyway.
-
-    Values are also matched as the outline writes them inside ``value="..."`` (white space
-    folded, ``"`` escaped). Longer values go first, and text already replaced is never looked
-    at again, so one value inside another, or a value equal to a variable's name, cannot
-    produce a broken or doubled placeholder.
-    """
-    if not variables or not text:
-        return text
-    names: dict[str, str] = {}
-    for name, spec in variables.items():
-        value = _value_of(name, spec)
-        if value:
-            names.setdefault(value, name)
-    order = sorted(names, key=lambda v: (-len(v), v))
-    if _MARK_OPEN in text or _MARK_CLOSE in text:
-        text = text.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")  # noncharacters: never meaningful text
-    # Element ids ("[0-1] ") are ours, not the page's: a PIN "1" must not turn "[0-1]" into
-    # "[0-%pin%]" (the model could no longer name the element). Odd parts are ids, kept as is.
-    parts = _ID_PREFIX.split(text)
-    for i in range(0, len(parts), 2):
-        parts[i] = _mark_values(parts[i], order)
-    text = "".join(parts)
-    return _MARK.sub(lambda m: f"%{names[order[ord(m.group(1)) - _MARK_BASE]]}%", text)
-
-
-#: The id at the start of an outline line.
-_ID_PREFIX = re.compile(r"(?m)^( *\[\d+-\d+\])")
-
-
-#: Invisible characters a page can put inside an echo of a value to dodge an exact match; they
-#: carry nothing a model needs, so page text loses them before values are looked for.
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
-
-
-@functools.lru_cache(maxsize=256)
-def _echo_pattern(value: str) -> re.Pattern[str]:
-    """Every common transformation of ``value`` a page may echo: any letter case, URL encoding
-    (either hex case, ``+`` or ``%20`` for spaces), HTML escaping, base64 (standard and URL-safe,
-    with or without padding), and the outline's own quoting."""
-    encoded = base64.b64encode(value.encode()).decode()
-    forms = {
-        value, " ".join(value.split()).replace('"', '\\"'), urllib.parse.quote(value, safe=""), urllib.parse.quote(value),
-        urllib.parse.quote_plus(value), html.escape(value), encoded, encoded.rstrip("="),
-        encoded.replace("+", "-").replace("/", "_"), encoded.replace("+", "-").replace("/", "_").rstrip("="),
-    }
-    alternatives = sorted((f for f in forms if f), key=len, reverse=True)
-    return re.compile("|".join(re.escape(f) for f in alternatives), re.IGNORECASE)
-
-
-def _mark_values(text: str, order: list[str]) -> str:
-    text = _INVISIBLE.sub("", text)
-    for n, value in enumerate(order):
-        mark = f"{_MARK_OPEN}{chr(_MARK_BASE + n)}{_MARK_CLOSE}"
-        quoted = " ".join(value.split()).replace('"', '\\"')
-        if len(value) >= SHORT_VALUE:
-            text = _echo_pattern(value).sub(mark, text)
-            continue
-
-        def in_value(m: re.Match[str], value: str = value, quoted: str = quoted, mark: str = mark) -> str:
-            inner = m.group(0)[len('value="') : -1].replace(value, mark)
-            return f'value="{inner.replace(quoted, mark) if quoted else inner}"'
-
-        text = _VALUE_ATTR.sub(in_value, text)
-        text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", mark, text)
-    return text
 
 
 def _line_id(line: str) -> str | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -77,10 +77,11 @@ def url_allowed(url: str, patterns: Sequence[str]) -> bool:
 class DomainGuard:
     """Routes a browser context through the allowlist while installed."""
 
-    def __init__(self, patterns: Sequence[str], *, main_page: Any) -> None:
+    def __init__(self, patterns: Sequence[str], *, main_page: Any, redact: Callable[[str], str] = lambda text: text) -> None:
         for p in patterns:
             _parse_pattern(p)  # fail early on a bad pattern
         self.patterns = list(patterns)
+        self._redact = redact  # a blocked URL may carry a secret (a GET form): logs get it redacted
         self._main_page = main_page
         self._context = main_page.context
         self.blocked: list[BlockedRequest] = []
@@ -121,7 +122,7 @@ class DomainGuard:
         item = BlockedRequest(url=url, kind=kind, resource_type=resource_type)
         self.blocked.append(item)
         self._unread += 1
-        logger.info("allowed_domains: blocked %s %s", kind, url)
+        logger.info("allowed_domains: blocked %s %s", kind, self._redact(url))
         return item
 
     async def _handle_web_socket(self, ws: Any) -> None:

@@ -40,6 +40,7 @@ from .._errors import (
 )
 from .._prompts import agent as P
 from .._prompts.common import Fence
+from .._secrets import redact_text
 from .._types import Action, Variables
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, Usage, UserMessage
 from ..snapshot import ACTIONABLE_ROLES, parse_line
@@ -165,14 +166,9 @@ class Run:
         self.max_steps = max_steps
         self.variables: dict[str, Any] = dict(variables or {})
         self._descriptions = placeholder_descriptions(self.variables) if self.variables else {}
-        # value -> placeholder, longest value first, so page text that shows a typed secret
-        # reaches the model (and the books) as %name%.
-        values = secret_values(self.variables) if self.variables else []
-        by_value = {}
-        for name in self.variables:
-            v = self.variables[name]
-            by_value[str(v["value"] if isinstance(v, Mapping) else v)] = f"%{name}%"
-        self._redactions = [(v, by_value[v]) for v in values if v]
+        # Page text that shows a typed secret (or an echo of it: a GET form puts it URL-encoded
+        # in the URL and the title) reaches the model and the books as %name%.
+        self._secret_values = secret_values(self.variables) if self.variables else []
         self.output = output
         self.output_schema = _schema_of(output)
         self.callbacks = list(callbacks)
@@ -207,12 +203,10 @@ class Run:
     # --- redaction ---------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        for value, placeholder in self._redactions:
-            text = text.replace(value, placeholder)
-        return text
+        return redact_text(text, self.variables) if self._secret_values else text
 
     def redact_data(self, value: Any) -> Any:
-        if not self._redactions:
+        if not self._secret_values:
             return value
         if isinstance(value, str):
             return self.redact(value)
@@ -224,7 +218,7 @@ class Run:
 
     @property
     def secrets(self) -> list[str]:
-        return [v for v, _ in self._redactions]
+        return list(self._secret_values)
 
     @property
     def variable_descriptions(self) -> dict[str, str]:
@@ -552,7 +546,7 @@ class Agent:
         run = Run(self, instruction, max_steps=max_steps, variables=variables, output=output, timeout=timeout,
                   callbacks=cbs, checkpoint_path=path)
         if self._allowed_domains is not None:
-            run.guard = DomainGuard(self._allowed_domains, main_page=self._sh.page)
+            run.guard = DomainGuard(self._allowed_domains, main_page=self._sh.page, redact=run.redact)
             await run.guard.install()
         try:
             return await _run_loop(run, self._mode, self._tool_set(run))
@@ -902,9 +896,9 @@ async def _notices(run: Run, state: PageState, fence: Fence) -> list[str]:
         await run.guard.sweep()
         blocked = run.guard.drain()
         if blocked:
-            notices.append(P.blocked_message([b.url for b in blocked], run.guard.patterns))
+            notices.append(P.blocked_message([run.redact(b.url) for b in blocked], run.guard.patterns))
             for b in blocked:
-                await run.emit("blocked", b.model_dump())
+                await run.emit("blocked", run.redact_data(b.model_dump()))
     notices.extend(run.notices)
     run.notices.clear()
     notes = run.agent._memory_notes
@@ -931,7 +925,7 @@ def _build_messages(
         TextPart(text=P.task_message(run.instruction, variables=run.variable_descriptions, max_steps=run.max_steps)),
         TextPart(text="Earlier steps:\n" + P.history_message(summarise_steps(older), recent, fence)),
         TextPart(text=P.state_message(
-            step=run.step, max_steps=run.max_steps, url=state.url, title=state.title, outline=state.outline,
+            step=run.step, max_steps=run.max_steps, url=run.redact(state.url), title=run.redact(state.title), outline=state.outline,
             outline_part=state.outline_part, fence=fence, notices=notices, tabs=state.tabs,
         )),
     ]
@@ -1042,7 +1036,7 @@ async def _finish(run: Run, fin: _Finished) -> AgentResult:
         evidence=Evidence(
             screenshots=list(run.screenshots),
             checkpoints=list(run.checkpoints),
-            blocked=list(run.guard.blocked) if run.guard is not None else [],
+            blocked=[b.model_copy(update={"url": run.redact(b.url)}) for b in run.guard.blocked] if run.guard is not None else [],
         ),
     )
     logger.info("agent finished: %s after %d step(s): %s", fin.status, run.step, fin.message[:200])
