@@ -71,8 +71,11 @@ function (afterScan) {
     if (el === active && el !== doc.body) bits |= FOCUSED;
     if (tag === 'input') {
       const type = (el.type || 'text').toLowerCase();
-      // A password's value never leaves the page: only the fact that it is filled.
-      if (type === 'password') { if (el.value) bits |= FILLED; }
+      // A password's value never leaves the page: only the fact that it is filled. Nor does a
+      // one-time code's: marked as one, or typed one digit per box (a box that takes 1 character).
+      if (type === 'password' || (el.getAttribute('autocomplete') || '').includes('one-time-code') || el.maxLength === 1) {
+        if (el.value) bits |= FILLED;
+      }
       else if (TEXT_INPUT.test(type) && el.value) value = el.value;
     } else if (tag === 'textarea') {
       if (el.value) value = el.value;
