@@ -13,7 +13,7 @@ from playwright.async_api import Page
 from pydantic import BaseModel
 
 from ._actions import install_page_helpers, placeholder_descriptions
-from ._cache import ActionCache
+from ._cache import ActionCache, ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
 from ._operations import act as _act
 from ._operations import extract as _extract
@@ -136,6 +136,9 @@ class Stagehand:
         self._dom_settle_timeout = float(dom_settle_timeout)
         self._helpers_installed = False
         self._known_variables: dict[str, Any] = {}
+        # selector -> role and name of the element an observe/act planned on; act(action) checks
+        # the page still shows that element there before acting.
+        self._identities: dict[str, ElementIdentity] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -276,6 +279,7 @@ class Stagehand:
             self_heal=self._self_heal,
             cache=self._cache,
             known_variables=self._known_variables,
+            identities=self._identities,
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
 

@@ -142,7 +142,20 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
 
 
 async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
-    ran, healed = await run_action(ctx, action, variables)
+    # An action this Stagehand observed carries the identity (role and name) of the element it
+    # was planned on: if the page swapped another element in at that path since, never act on
+    # it (a "Delete" where "Save" was): re-locate the planned one, or refuse.
+    identity = ctx.identities.get(action.selector)
+    if identity is not None and not await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
+        why = f"no longer names the {identity.role} {identity.name!r} it was observed on"
+        if not (ctx.self_heal and ctx.has_model()):
+            raise ActionFailedError(
+                f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
+                selector=action.selector, method=action.method,
+            )
+        ran, healed = await _heal_and_run(ctx, action, variables, why)
+    else:
+        ran, healed = await run_action(ctx, action, variables)
     return ActResult(
         success=True,
         message=f"{ran.method} on {ran.description or ran.selector}: done" + (" (healed)" if healed else ""),

@@ -42,7 +42,7 @@ from ._common import (
     redact_text,
     to_action,
 )
-from ._identity import identity_in, identity_matches
+from ._identity import identity_in, identity_matches, remember
 from ._vision import (
     VisionMode,
     check_vision,
@@ -128,6 +128,9 @@ async def observe(
         cached = ctx.cache.load_entry(key)
         if cached is not None and await _still_valid(ctx, cached):
             logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached.actions))
+            for action, identity in zip(cached.actions, cached.elements, strict=True):
+                if identity is not None:
+                    ctx.identities[action.selector] = identity
             return list(cached.actions)
     client = ctx.get_client()
     if vision is True:
@@ -164,6 +167,7 @@ async def observe(
             break
         logger.debug("observe %r: nothing in part %d of %d", text, chunk.index + 1, len(parts))
     logger.info("observe %r: %d action(s) from %d part(s)", text, len(actions), len(parts))
+    remember(ctx, snapshot, actions)  # act(action) checks the element is still the one observed
     if key is not None and actions:
         ctx.cache.store(key, actions, [identity_in(snapshot, a.selector, ctx.known_variables) for a in actions])
     return actions
