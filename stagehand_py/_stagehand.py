@@ -59,6 +59,10 @@ class LLMOptions(TypedDict, total=False):
     choice_mode: bool
 
 
+#: Seconds a snapshot may take unless the caller says otherwise (the largest test pages take ~3 s).
+SNAPSHOT_TIMEOUT = 60.0
+
+
 class StagehandOptions(TypedDict, total=False):
     """Keyword options of ``Stagehand(...)``, also accepted by ``launch()`` and ``connect()``."""
 
@@ -213,16 +217,29 @@ class Stagehand:
 
     # --- verbs ---------------------------------------------------------------------------
 
-    async def snapshot(self, *, selector: str | None = None, confidence: bool = False) -> Snapshot:
+    async def snapshot(self, *, selector: str | None = None, confidence: bool = False,
+                       timeout: float | None = SNAPSHOT_TIMEOUT) -> Snapshot:
         """Capture the page as a :class:`Snapshot`: outline, id -> XPath and id -> URL maps.
 
         ``selector`` (XPath, or CSS) limits the snapshot to that element's subtree; only that
         subtree is fetched from the browser. ``confidence=True`` also measures
         ``Snapshot.dom_confidence`` in the page (about 5-15% more time on a large page).
+        ``timeout`` (seconds, None for none) bounds the capture: a page whose script never yields
+        the main thread raises :class:`StagehandTimeoutError` instead of hanging.
         """
         self._check_open()
-        targets = await self._page_targets()
-        return await capture_snapshot(targets, self._ordinals, memory=self._snapshot_memory, selector=selector, confidence=confidence)
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise InvalidArgumentError(f"snapshot(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
+        try:
+            async with asyncio.timeout(timeout):
+                targets = await self._page_targets()
+                return await capture_snapshot(targets, self._ordinals, memory=self._snapshot_memory, selector=selector,
+                                              confidence=confidence)
+        except TimeoutError as exc:
+            raise StagehandTimeoutError(
+                f"snapshot did not finish within {timeout:g} s: the page's main thread is busy (a script that never "
+                "yields) or the page is enormous. Wait for the page, or pass a larger snapshot(timeout=...)."
+            ) from exc
 
     # --- models and operations -----------------------------------------------------------
 

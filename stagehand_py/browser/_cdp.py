@@ -27,10 +27,20 @@ __all__ = ["CDPSession", "DirectConnection", "PageTargets", "PlaywrightSession",
 
 try:  # orjson parses the multi-megabyte DOM payloads of large pages ~3x faster.
     import orjson as _orjson
-
-    loads_json: Callable[[str | bytes], Any] = _orjson.loads
 except ImportError:  # pragma: no cover - orjson is a dependency, this keeps us importable without it
-    loads_json = json.loads
+    _orjson = None  # type: ignore[assignment]
+
+
+def loads_json(raw: str | bytes) -> Any:
+    """Parse a CDP message or an in-page answer. orjson refuses a lone surrogate (``"\\ud800"``,
+    which page text can hold and Chrome passes on); the standard parser takes it, so one odd
+    character on a hostile page never kills the connection's reader."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
 
 
 class CDPSession(Protocol):

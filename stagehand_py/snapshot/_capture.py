@@ -485,8 +485,12 @@ async def capture_snapshot(
             root, root_xpath, base_url, info = await _scoped(main, scope_object, documents)
         if confidence:
             dom_confidence = (await measure_over_cdp(main, object_id=scope_object)).score
-    finally:
-        await asyncio.gather(*(_release(s) for s in sessions_used))
+    except BaseException:
+        # Cancelled (a timeout: the page may be stuck) or failed: free our objects without
+        # waiting for a renderer that may not answer for a long time.
+        _release_later(sessions_used)
+        raise
+    await asyncio.gather(*(_release(s) for s in sessions_used))
     result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
     logger.debug("snapshot: %d frames, %d lines, %d chars in %.0f ms", len(frames), result.tree.count("\n") + 1,
                  len(result.tree), (time.perf_counter() - started) * 1000)
@@ -571,6 +575,16 @@ async def _locate(session: CDPSession, selector: str, context: int) -> str:
         raise ElementNotFoundError(f"selector {selector!r} matches no element in the main frame, so there is nothing to snapshot.", selector=selector)
     object_id: str = result["objectId"]
     return object_id
+
+
+_RELEASING: set[asyncio.Task[None]] = set()  # kept until done, so the loop does not drop them
+
+
+def _release_later(sessions: list[CDPSession]) -> None:
+    for session in sessions:
+        task = asyncio.ensure_future(_release(session))
+        _RELEASING.add(task)
+        task.add_done_callback(_RELEASING.discard)
 
 
 async def _release(session: CDPSession) -> None:

@@ -43,6 +43,9 @@ function (afterScan) {
   const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'meta', 'link', 'title', 'base']);
   const XHTML = 'http://www.w3.org/1999/xhtml';
   let rescan = 0;
+  // A lone surrogate (a broken half of an emoji) is not text any parser downstream accepts:
+  // repair it to U+FFFD here, before anything parses it.
+  const wellFormed = (s) => (typeof s === 'string' && !s.isWellFormed() ? s.toWellFormed() : s);
 
   const describe = (el, hidden) => {
     if (hidden) return [0, null, null, null];
@@ -144,7 +147,7 @@ function (afterScan) {
     const textShown = !skipped && !!(bits & VISIBLE) && !(bits & FALLBACK_UNUSED);
     const kids = skipped ? 0 : countKids(el, textShown);
     const shadowKids = shadow ? countKids(shadow, true) : -1;
-    out.push(el.namespaceURI === XHTML ? 1 : 2, tag, idOf(el), bits, role, name, value, extra,
+    out.push(el.namespaceURI === XHTML ? 1 : 2, tag, idOf(el), bits, role, wellFormed(name), wellFormed(value), wellFormed(extra),
              shadowKids < 0 ? -1 : 2 * shadowKids + (closed ? 1 : 0), kids);
     if (!skipped) pushKids(el, childrenHidden, textShown);
     if (shadow) pushKids(shadow, hidden, true);
@@ -161,7 +164,7 @@ function (afterScan) {
     const textShown = stack.pop();
     const hidden = stack.pop();
     const node = stack.pop();
-    if (node.nodeType === 3) out.push(3, idOf(node), node.nodeValue);
+    if (node.nodeType === 3) out.push(3, idOf(node), wellFormed(node.nodeValue));
     else visit(node, hidden);
   }
   // Forget ids of nodes that are gone, now and then (the WeakRefs are dead; the map is ours).
