@@ -48,7 +48,23 @@ def _parse_pattern(pattern: str) -> tuple[str | None, str, str | None]:
         rest, port = rest.split(":")
     if not rest:
         raise InvalidArgumentError(f"allowed_domains pattern {pattern!r} names no host; use e.g. 'example.com' or '*.example.com'.")
-    return scheme, rest, port
+    return scheme, _normal_host(rest), port
+
+
+def _normal_host(host: str) -> str:
+    """A host as the network sees it: lower case, no trailing dot, each international label in
+    its ASCII (punycode) form, so 'Bücher.example.' and 'xn--bcher-kva.example' are one host."""
+    labels = host.strip().lower().rstrip(".").split(".")
+    out = []
+    for label in labels:
+        if label.isascii() or "*" in label:
+            out.append(label)
+            continue
+        try:
+            out.append(label.encode("idna").decode("ascii"))
+        except UnicodeError:
+            out.append(label)  # not a valid IDN label: compared as written (it matches nothing real)
+    return ".".join(out)
 
 
 def url_allowed(url: str, patterns: Sequence[str]) -> bool:
@@ -61,7 +77,7 @@ def url_allowed(url: str, patterns: Sequence[str]) -> bool:
     scheme = parts.scheme.lower()
     if scheme in _LOCAL_SCHEMES:
         return True
-    host = (parts.hostname or "").lower()
+    host = _normal_host(parts.hostname or "")
     effective_port = str(port) if port is not None else {"http": "80", "https": "443"}.get(scheme, "")
     for pattern in patterns:
         p_scheme, p_host, p_port = _parse_pattern(pattern)

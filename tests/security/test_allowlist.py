@@ -118,3 +118,27 @@ async def test_a_websocket_to_another_host_never_connects(page, server, guarded:
         assert [b.resource_type for b in guard.blocked] == ["websocket"]
     else:
         assert outcome == "open:secret" and handshakes == ["/socket"]
+
+
+@pytest.mark.parametrize(("url", "pattern"), [
+    ("http://Example.COM./x", "example.com"),  # case and a trailing dot
+    ("http://shop.example.com./", "*.example.com"),
+    ("http://xn--bcher-kva.example/", "bücher.example"),  # IDN: the browser asks in punycode
+    ("http://bücher.example/", "xn--bcher-kva.example"),
+    ("http://user:secret@example.com:8080/", "example.com:8080"),  # userinfo is not the host
+])
+def test_hosts_are_compared_as_the_network_sees_them(url: str, pattern: str) -> None:
+    from stagehand_py.agent._domains import url_allowed
+
+    assert url_allowed(url, [pattern])
+
+
+@pytest.mark.parametrize(("url", "pattern"), [
+    ("http://example.com@evil.test/", "example.com"),  # the host is evil.test
+    ("http://example.com.evil.test/", "example.com"),
+    ("http://evil.test./", "example.com"),
+])
+def test_look_alike_hosts_stay_blocked(url: str, pattern: str) -> None:
+    from stagehand_py.agent._domains import url_allowed
+
+    assert not url_allowed(url, [pattern])
