@@ -141,21 +141,24 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
     return healed
 
 
-async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
-    # An action this Stagehand observed carries the identity (role and name) of the element it
-    # was planned on: if the page swapped another element in at that path since, never act on
-    # it (a "Delete" where "Save" was): re-locate the planned one, or refuse.
+async def _run_checked(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+    """Run ``action``, but first check that its selector still names the element it was planned
+    on (role and name, when this Stagehand planned or observed it): if the page swapped another
+    element in since (a "Delete" where "Save" was), re-locate the planned one, or refuse."""
     identity = ctx.identities.get(action.selector)
-    if identity is not None and not await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
-        why = f"no longer names the {identity.role} {identity.name!r} it was observed on"
-        if not (ctx.self_heal and ctx.has_model()):
-            raise ActionFailedError(
-                f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
-                selector=action.selector, method=action.method,
-            )
-        ran, healed = await _heal_and_run(ctx, action, variables, why)
-    else:
-        ran, healed = await run_action(ctx, action, variables)
+    if identity is None or await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
+        return await run_action(ctx, action, variables)
+    why = f"no longer names the {identity.role} {identity.name!r} it was planned on"
+    if not (ctx.self_heal and ctx.has_model()):
+        raise ActionFailedError(
+            f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
+            selector=action.selector, method=action.method,
+        )
+    return await _heal_and_run(ctx, action, variables, why)
+
+
+async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
+    ran, healed = await _run_checked(ctx, action, variables)
     return ActResult(
         success=True,
         message=f"{ran.method} on {ran.description or ran.selector}: done" + (" (healed)" if healed else ""),
@@ -253,7 +256,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
         logger.info("act %r: no element fits", instruction)
         return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}.")
     remember(ctx, snapshot, [action])
-    ran, healed = await run_action(ctx, action, variables)
+    ran, healed = await _run_checked(ctx, action, variables)  # the page may have changed while the model thought
     done = [ran]
     if opens:
         option = await _pick_option(ctx, instruction, ran, tree, descriptions)

@@ -50,3 +50,20 @@ async def test_control_the_bare_executor_clicks_the_swapped_element(page) -> Non
     await page.evaluate(SWAP)
     await execute_action(page, action)
     assert await page.title() == "deleted"
+
+
+async def test_act_instruction_does_not_click_what_the_page_swapped_in_while_the_model_thought(page) -> None:
+    """act("...") plans on a snapshot, then acts: a page that swaps the element while the model
+    answers (here: 1.5 s after load, the model takes 2.5 s) gets a typed error, not a click."""
+    import time
+
+    await page.set_content(PAGE + f"<script>setTimeout({SWAP}, 1500)</script>")
+
+    def slow_pick(request) -> dict:
+        time.sleep(2.5)  # the browser runs on meanwhile
+        return {**_pick_save(request), "opens_options": False}
+
+    sh = Stagehand(page, model=FunctionLLM(slow_pick), self_heal=False)
+    with pytest.raises(ActionFailedError, match="Save"):
+        await sh.act("save the profile")
+    assert await page.title() == ""
