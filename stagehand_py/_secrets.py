@@ -10,6 +10,7 @@ import base64
 import functools
 import html
 import re
+import unicodedata
 import urllib.parse
 from collections.abc import Mapping
 
@@ -81,11 +82,13 @@ _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
 
 @functools.lru_cache(maxsize=256)
 def _echo_pattern(value: str) -> re.Pattern[str]:
-    """Every common transformation of ``value`` a page may echo: any letter case, URL encoding
+    """Every common transformation of ``value`` a page may echo: Unicode normal forms (composed,
+    decomposed, compatibility: a full-width copy), any letter case, URL encoding
     (either hex case, ``+`` or ``%20`` for spaces), HTML escaping, base64 (standard and URL-safe,
     with or without padding), and the outline's own quoting."""
     encoded = base64.b64encode(value.encode()).decode()
     forms = {
+        *(unicodedata.normalize(form, value) for form in ("NFC", "NFD", "NFKC", "NFKD")),
         value, " ".join(value.split()).replace('"', '\\"'), urllib.parse.quote(value, safe=""), urllib.parse.quote(value),
         urllib.parse.quote_plus(value), html.escape(value), encoded, encoded.rstrip("="),
         encoded.replace("+", "-").replace("/", "_"), encoded.replace("+", "-").replace("/", "_").rstrip("="),
@@ -100,7 +103,13 @@ def _mark_values(text: str, order: list[str]) -> str:
         mark = f"{_MARK_OPEN}{chr(_MARK_BASE + n)}{_MARK_CLOSE}"
         quoted = " ".join(value.split()).replace('"', '\\"')
         if len(value) >= SHORT_VALUE:
-            text = _echo_pattern(value).sub(mark, text)
+            pattern = _echo_pattern(value)
+            text = pattern.sub(mark, text)
+            # A look-alike echo (full-width letters, ligatures): only where one hides a value does
+            # the text get folded to its compatibility form, so other page text stays as written.
+            folded = unicodedata.normalize("NFKC", text)
+            if folded != text and pattern.search(folded):
+                text = pattern.sub(mark, folded)
             continue
 
         def in_value(m: re.Match[str], value: str = value, quoted: str = quoted, mark: str = mark) -> str:

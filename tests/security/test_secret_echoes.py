@@ -1,5 +1,5 @@
 """A page that echoes a secret back transformed (upper-cased, URL-encoded, split by zero-width
-characters, base64) must not get it into the next prompt. The control observes the same page
+characters, base64, in full-width look-alike letters) must not get it into the next prompt. The control observes the same page
 with no variables and finds every echo in the prompt, so the page really does echo them."""
 
 from __future__ import annotations
@@ -13,15 +13,16 @@ from stagehand_py import Action, Stagehand
 from stagehand_py.testing import FunctionLLM, capture_requests
 
 SECRET = "Hunter2-sekret"
+FULL_WIDTH = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in SECRET)
 ECHOES = [SECRET.upper(), SECRET.lower(), urllib.parse.quote(SECRET, safe=""), base64.b64encode(SECRET.encode()).decode(),
-          "\u200b".join(SECRET)]
+          "\u200b".join(SECRET), FULL_WIDTH]
 
 PAGE = """<!doctype html><title>Echo</title><main><label>Password <input id=pw></label>
 <p id=echo></p><script>
 document.getElementById('pw').addEventListener('input', (e) => {
   const v = e.target.value;
   document.getElementById('echo').textContent = [v.toUpperCase(), v.toLowerCase(), encodeURIComponent(v), btoa(v),
-    v.split('').join('\\u200b')].join(' | ');
+    v.split('').join('\\u200b'), v.replace(/[!-~]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xFEE0))].join(' | ');
 });
 </script></main>"""
 
