@@ -39,7 +39,7 @@ from pydantic import BaseModel
 
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
-from ._stagehand import LLMOptions, ModelSpec, StagehandOptions
+from ._stagehand import SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, Variables
@@ -194,9 +194,10 @@ class Stagehand:
 
     # --- verbs ---------------------------------------------------------------------------
 
-    def snapshot(self, *, selector: str | None = None, confidence: bool = False) -> Snapshot:
+    def snapshot(self, *, selector: str | None = None, confidence: bool = False,
+                 timeout: float | None = SNAPSHOT_TIMEOUT) -> Snapshot:
         """Capture the page; see :meth:`stagehand_py.Stagehand.snapshot`."""
-        return self._run(self._core.snapshot(selector=selector, confidence=confidence))
+        return self._run(self._core.snapshot(selector=selector, confidence=confidence, timeout=timeout))
 
     def observe(
         self,
