@@ -18,7 +18,7 @@ from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, 
 from ._operations import act as _act
 from ._operations import extract as _extract
 from ._operations import observe as _observe
-from ._operations._common import OperationContext
+from ._operations._context import OperationContext
 from ._types import Action, ActResult, Variables
 from .browser._cdp import PageTargets
 from .browser._session import BrowserSession, connect_browser, launch_browser

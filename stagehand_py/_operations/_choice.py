@@ -8,15 +8,16 @@ re-asks and Actions downstream are the same in both modes.
 
 Budget: the choices repeat the chunk's actionable lines (in the user message and, in the
 schema, once more), so choice mode gives each chunk a third of the page budget
-(:func:`~stagehand_py._operations._common.chunk_budget` with ``choice=True``) and, as a safety
+(:func:`~stagehand_py._operations._budget.chunk_budget` with ``choice=True``) and, as a safety
 net, drops choices from the end until the request fits the token budget.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -25,15 +26,14 @@ from .._prompts.act import ActAnswer
 from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_block
 from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
-from ..llm import ImagePart, LLMClient, SystemMessage, UserMessage
-from ..snapshot import ACTIONABLE_ROLES, parse_outline
-from ._common import _terms, ask, prompt_tokens, reask_reserve
+from ..llm import SystemMessage, UserMessage
+from ..snapshot import parse_outline
+from ._budget import prompt_tokens, reask_reserve
+from ._relevance import terms
 
-__all__ = ["ACTIONABLE_ROLES", "MAX_CHOICES", "ask_elements", "candidates", "elements_from_choices"]
+__all__ = ["MAX_CHOICES", "ChoiceRequest", "as_choice", "candidates", "elements_from_choices"]
 
 logger = logging.getLogger("stagehand_py._operations")
-
-T = TypeVar("T")
 
 def candidates(outline: str, fence: Fence) -> dict[str, str]:
     """The choices of ``outline`` in page order: choice line -> element id.
@@ -77,13 +77,13 @@ MAX_CHOICES = 40
 
 def _by_relevance(lines: Sequence[str], instruction: str | None) -> list[str]:
     """``lines`` most relevant to ``instruction`` first (words in common), page order on ties."""
-    terms = _terms(instruction or "")
-    if not terms:
+    wanted = terms(instruction or "")
+    if not wanted:
         return list(lines)
 
     def score(line: str) -> int:
-        words = set(_terms(line.rsplit(" [", 1)[0]))
-        return sum(1 for t in terms if any(w.startswith(t) or t.startswith(w) for w in words))
+        words = set(terms(line.rsplit(" [", 1)[0]))
+        return sum(1 for t in wanted if any(w.startswith(t) or t.startswith(w) for w in words))
 
     return sorted(lines, key=lambda line: -score(line))  # sorted() is stable: page order on ties
 
@@ -93,7 +93,7 @@ def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: 
     """``choices`` without the least relevant ones until ``fixed(choices)`` (the request's tokens)
     fits ``limit`` and at most :data:`MAX_CHOICES` remain (with an instruction); page order kept."""
     ranked = _by_relevance(list(choices), instruction)
-    if instruction and _terms(instruction):
+    if instruction and terms(instruction):
         ranked = ranked[:MAX_CHOICES]
     while ranked and fixed([line for line in choices if line in set(ranked)]) > limit:
         ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 10))]
@@ -104,35 +104,27 @@ def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: 
     return {line: eid for line, eid in choices.items() if line in kept}
 
 
-async def ask_elements(
-    client: LLMClient,
-    system: str,
-    user: str,
-    answer: type[BaseModel],
-    *,
-    outline: str,
-    fence: Fence,
-    token_budget: int,
-    purpose: str,
-    secrets: Iterable[str],
-    check: Callable[[Any], tuple[list[str], list[T]]],
-    images: Sequence[ImagePart] = (),
-    instruction: str | None = None,
-) -> list[T]:
-    """:func:`~stagehand_py._operations._common.ask` for an element answer (``ObserveAnswer`` or
-    ``ActAnswer``), in choice mode when the client asks for it.
+@dataclass(frozen=True)
+class ChoiceRequest:
+    """A chunk's element question rewritten for choice mode: the user text with the choices,
+    the enum schema, and ``check`` taking the choice answer to the caller's own check."""
 
-    ``outline`` is the page text shown in ``user`` (its actionable lines become the choices);
-    ``check`` receives the answer as ``answer`` either way. A chunk with no actionable element
-    costs no request in choice mode: nothing could be chosen. ``instruction`` ranks the choices
-    when they must be cut.
+    user: str
+    output: dict[str, Any]
+    check: Callable[[Any], tuple[list[str], Any]]
+
+
+def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, fence: Fence, token_budget: int,
+              check: Callable[[Any], tuple[list[str], Any]], instruction: str | None) -> ChoiceRequest | None:
+    """The element question (``ObserveAnswer`` or ``ActAnswer``) as a choice among ``outline``'s
+    actionable lines, or None when the chunk has none (nothing could be chosen: no request).
+
+    ``check`` receives the answer as ``answer`` either way, so checks and Actions downstream are
+    the same in both modes. ``instruction`` ranks the choices when they must be cut.
     """
-    if not client.choice_mode:
-        return await ask(client, system, user, answer, purpose=purpose, secrets=secrets, check=check, images=images)
     choices = candidates(outline, fence)
     if not choices:
-        logger.info("%s: no actionable element in this part of the page; nothing to choose", purpose)
-        return []
+        return None
     single = issubclass(answer, ActAnswer)
     opens = "opens_options" in answer.model_fields
 
@@ -149,13 +141,12 @@ async def ask_elements(
         )
     lines = [*choices, NO_CHOICE]
     choices = {**choices, NO_CHOICE: ""}
-    schema = choice_schema(lines, single=single, opens_options=opens)
-    text = f"{user}\n\n{choices_block(lines, fence, single=single)}"
 
-    def check_choice(out: dict[str, Any]) -> tuple[list[str], list[T]]:
+    def check_choice(out: dict[str, Any]) -> tuple[list[str], Any]:
         data: dict[str, Any] = {"elements": elements_from_choices(out, choices)}
         if opens:
             data["opens_options"] = bool(out.get("opens_options", False))
         return check(answer.model_validate(data))
 
-    return await ask(client, system, text, schema, purpose=purpose, secrets=secrets, check=check_choice, images=images)
+    return ChoiceRequest(f"{user}\n\n{choices_block(lines, fence, single=single)}",
+                         choice_schema(lines, single=single, opens_options=opens), check_choice)

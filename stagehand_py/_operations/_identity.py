@@ -6,7 +6,7 @@ Resolving is then no proof, so every cached action carries the identity of the e
 planned on: the role and accessible name of its outline line in the snapshot the model chose
 it from (see :class:`~stagehand_py._cache.ElementIdentity`). Values (``value="..."``) and state
 flags (``[checked]``, ``[focused]``, ...) are not part of it: they change with use, and values
-may be secret. Names are redacted like prompts (:func:`~stagehand_py._operations._common.redact_text`).
+may be secret. Names are redacted like prompts (:func:`~stagehand_py._secrets.redact_text`).
 
 Before a cached action runs, :func:`identity_matches` resolves its XPath (waiting briefly for
 the element), takes a snapshot scoped to that element (the whole page only when the scoped one
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from .._actions import resolve_element
 from .._cache import ElementIdentity
 from .._errors import ActionError, CDPError, InvalidArgumentError, SnapshotError
+from .._secrets import redact_text
 from .._types import Action, VariableValue
 from ..snapshot import Snapshot, parse_line
-from ._common import redact_text
 
 if TYPE_CHECKING:
-    from ._common import OperationContext
+    from ._context import OperationContext
 
 __all__ = ["identity_in", "identity_matches", "remember"]
 

@@ -33,12 +33,13 @@ from .._prompts.extract import (
     extract_system,
     extract_user,
 )
-from ..llm import SystemMessage, UserMessage
+from ..llm import ImagePart
 from ..llm._structured import check_json_schema, validation_errors
 from ..snapshot import Snapshot
-from ._common import OperationContext, ask, chunk_budget, element_id, pieces
+from ._answers import element_id
+from ._context import OperationContext
+from ._pipeline import ask_parts, read_page, split_page
 from ._vision import require_sight, with_page_screenshot
-from .observe import page_outline, settle
 
 __all__ = ["extract", "map_urls", "merge", "to_wire_schema"]
 
@@ -220,57 +221,50 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
     client = ctx.get_client()
     if screenshot:
         require_sight(client, "extract(screenshot=True)")
-    await settle(ctx)
-    snapshot, tree = await page_outline(ctx, selector)
-    images: list[Any] = []
+    page = await read_page(ctx, selector=selector)
+    images: list[ImagePart] = []
+    screenshot_note = ""
     if screenshot:  # of the page as read, once; every part's request carries it
         screenshot_note, images = await with_page_screenshot(ctx.page, "", selector=selector)
-    lookup = _lookup(snapshot)
-    sample = Fence()
+    lookup = _lookup(page.snapshot)
+    # Room for what earlier parts gave (shown to the model so it can say it is done).
     earlier_reserve = ctx.token_budget // 8
-    budget = chunk_budget(
-        ctx.token_budget,
-        [SystemMessage(extract_system(sample)), UserMessage(extract_user(text, "", sample, part=(99, 99), earlier="x"))],
-        wire,
-        extra_reserve=earlier_reserve,
-    )
-    parts = pieces(tree, budget)
-    if len(parts) > 1:
-        wire = to_wire_schema(user, partial=True)
     merged: Any = None
-    calls = 0
-    for chunk in parts:
-        fence = Fence()
+
+    def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         earlier = None
         if merged is not None:
             earlier = json.dumps(merged, ensure_ascii=False, default=str)
             if len(earlier) > earlier_reserve * 4 - 40:
                 earlier = earlier[: earlier_reserve * 4 - 40] + " …(truncated)"
-        satisfied = False
+        return (extract_system(fence) + screenshot_note,
+                extract_user(text, outline, fence, part=part, earlier=earlier))
 
-        def check(out: dict[str, Any]) -> tuple[list[str], Any]:
-            nonlocal satisfied
-            problems: list[str] = []
-            mapped = map_urls(out["data"], user, user, lookup, problems)
-            if problems:
-                return problems, None
-            errors, _ = _validate(mapped, user, model)
-            if errors and len(parts) == 1:
-                return errors, None  # a part of a long page may lack required fields; judged after merging
-            satisfied = bool(out.get("instruction_satisfied"))
-            return [], mapped
+    # The reserve also covers the few words that introduce the earlier data.
+    parts = split_page(ctx, page.text, prompt, wire, rank_by=None, extra_reserve=earlier_reserve + 30)
+    if parts.total > 1:
+        wire = to_wire_schema(user, partial=True)
 
-        data = await ask(
-            client, extract_system(fence) + (screenshot_note if images else ""),
-            extract_user(text, chunk.text, fence, part=(chunk.index + 1, len(parts)) if len(parts) > 1 else None,
-                         earlier=earlier),
-            wire, purpose="extract", secrets=ctx.secrets(), check=check, images=images,
-        )
-        calls += 1
+    def check(out: dict[str, Any]) -> tuple[list[str], tuple[Any, bool]]:
+        problems: list[str] = []
+        mapped = map_urls(out["data"], user, user, lookup, problems)
+        if problems:
+            return problems, (None, False)
+        errors, _ = _validate(mapped, user, model)
+        if errors and parts.total == 1:
+            return errors, (None, False)  # a part of a long page may lack required fields; judged after merging
+        return [], (mapped, bool(out.get("instruction_satisfied")))
+
+    def done(answer: tuple[Any, bool]) -> bool:
+        nonlocal merged
+        data, satisfied = answer
         merged = data if merged is None else merge(merged, data, join_strings=join_strings)
-        if satisfied:
-            break
-    logger.info("extract %r: %d call(s) over %d part(s)", text, calls, len(parts))
+        return satisfied
+
+    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=wire, purpose="extract", check=check, done=done,
+                              images=images)
+    calls = len(answers)
+    logger.info("extract %r: %d call(s) over %d part(s)", text, calls, parts.total)
     errors, value = _validate(merged, user, model)
     if errors:
         raise OutputValidationError(

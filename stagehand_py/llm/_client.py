@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
@@ -241,6 +241,7 @@ class LLMClient:
         self, messages: str | Sequence[Message], *, purpose: str = ..., output: type[M],
         secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
         max_output_tokens: int | None = ..., temperature: float | None = ...,
+        check: Callable[[Any], Sequence[str]] | None = ...,
     ) -> GenerateResult[M]: ...
 
     @overload
@@ -248,6 +249,7 @@ class LLMClient:
         self, messages: str | Sequence[Message], *, purpose: str = ..., output: dict[str, Any],
         secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
         max_output_tokens: int | None = ..., temperature: float | None = ...,
+        check: Callable[[Any], Sequence[str]] | None = ...,
     ) -> GenerateResult[Any]: ...
 
     @overload
@@ -255,6 +257,7 @@ class LLMClient:
         self, messages: str | Sequence[Message], *, purpose: str = ..., output: None = ...,
         secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
         max_output_tokens: int | None = ..., temperature: float | None = ...,
+        check: Callable[[Any], Sequence[str]] | None = ...,
     ) -> GenerateResult[str]: ...
 
     @overload
@@ -262,6 +265,7 @@ class LLMClient:
         self, messages: str | Sequence[Message], *, purpose: str = ..., output: type[BaseModel] | dict[str, Any] | None,
         secrets: Iterable[str] = ..., output_name: str | None = ..., max_reasks: int | None = ...,
         max_output_tokens: int | None = ..., temperature: float | None = ...,
+        check: Callable[[Any], Sequence[str]] | None = ...,
     ) -> GenerateResult[Any]: ...
 
     async def generate(
@@ -275,11 +279,15 @@ class LLMClient:
         max_reasks: int | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        check: Callable[[Any], Sequence[str]] | None = None,
     ) -> GenerateResult[Any]:
         """Ask the model and return its validated answer.
 
         An answer that does not validate is sent back with the validation errors, at most
         ``max_reasks`` times; then :class:`OutputValidationError` carries the last answer.
+        ``check`` judges an answer that fits the schema against what only the caller knows
+        (e.g. ids the page really has): the problems it returns are re-asked the same way and
+        count against the same ``max_reasks`` -- one loop, so re-asks never nest.
         ``secrets`` are redacted (with the client's own) from logs and error messages.
         """
         spec = OutputSpec.from_output(output, name=output_name)
@@ -290,6 +298,7 @@ class LLMClient:
         last_raw: Any = None
         last_errors: list[str] = []
         attempt = 0
+        checked = False  # the last problems came from ``check``, not the schema
         try:
             for attempt in range(1, reasks + 2):
                 request = LLMRequest(
@@ -304,18 +313,24 @@ class LLMClient:
                 response = await self._call(request, redactor)
                 total = total + response.usage
                 raw = _raw_text(response)
+                checked = False
                 try:
                     value = spec.validate(spec.extract(response))
+                    checked = check is not None
+                    problems = list(check(value)) if check is not None else []
+                    if problems:
+                        raise InvalidOutput(problems, raw if raw is not None else _as_json(value))
                 except InvalidOutput as invalid:
                     last_raw, last_errors = invalid.raw, invalid.errors
                     logger.info(
-                        "%s: %s answer %d did not validate (%d problems)%s",
-                        self._model_label, purpose, attempt, len(invalid.errors),
-                        "; re-asking" if attempt <= reasks else "",
+                        "%s: %s answer %d %s (%d problems)%s",
+                        self._model_label, purpose, attempt,
+                        "names things the caller does not have" if checked else "did not validate",
+                        len(invalid.errors), "; re-asking" if attempt <= reasks else "",
                     )
                     if attempt <= reasks:
                         self._metrics.record_reask()
-                        conversation.append(AssistantMessage(raw or ""))
+                        conversation.append(AssistantMessage(raw or (last_raw if isinstance(last_raw, str) else "")))
                         conversation.append(UserMessage(reask_message(invalid.errors)))
                     continue
                 return GenerateResult(
@@ -323,10 +338,11 @@ class LLMClient:
                     purpose=purpose, raw=raw,
                 )
             shown = "; ".join(last_errors[:5])
+            advice = ("Try a more specific instruction, a selector= to narrow the page, or a stronger model."
+                      if checked else "Raise max_reasks, simplify the output schema, or use a stronger model.")
             raise OutputValidationError(
                 f"{self._model_label} gave no valid {spec.name!r} output for {purpose!r} after {attempt} "
-                f"attempt(s) ({reasks} re-ask(s)). Last problems: {shown}. Raise max_reasks, simplify "
-                "the output schema, or use a stronger model.",
+                f"attempt(s) ({reasks} re-ask(s)). Last problems: {shown}. {advice}",
                 last_output=last_raw, attempts=attempt, usage=total, errors=last_errors,
             )
         except StagehandError as exc:
@@ -440,6 +456,12 @@ class LLMClient:
         if self._log is not None:
             await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
         return response
+
+
+def _as_json(value: Any) -> str:
+    """An answer as JSON text, to show the model what it said when the transport gave no raw text."""
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return json.dumps(data, ensure_ascii=False, default=str)
 
 
 def _raw_text(response: ModelResponse) -> str | None:

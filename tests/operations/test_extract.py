@@ -67,7 +67,7 @@ async def test_json_schema_and_unknown_link_id_is_reasked(page, server):
     original = scripted.request
 
     async def request(req):
-        if req.attempt == 1 and len(scripted.requests) == 1:
+        if len(scripted.requests) == 1:
             scripted._queue[0]["data"]["link"] = find_id(req, "link: Camp Mug")
         return await original(req)
 
@@ -76,6 +76,7 @@ async def test_json_schema_and_unknown_link_id_is_reasked(page, server):
         data = await sh.extract("the heading and the camp mug link", schema)
     assert data == {"title": "Products", "link": server.url("products/6.html")}
     assert len(calls) == 2
+    assert calls[1].request.attempt == 2  # the page's re-ask is the client's own second attempt: one loop
     reask = first_user(calls[1].request) != calls[1].request.messages[-1].content[0].text
     assert reask and "'0-999999' is not the id of a link" in calls[1].request.messages[-1].content[0].text
 

@@ -96,3 +96,26 @@ async def test_act_reports_when_nothing_fits(page, server):
     sh = Stagehand(page, model=ScriptedLLM([{"elements": [], "opens_options": False}] * 2))
     result = await sh.act("open the shopping cart")
     assert not result.success and "shopping cart" in result.message and result.actions == []
+
+
+async def test_reasks_do_not_nest_one_bounded_loop_per_part(page, server):
+    """Schema problems and page problems (an id the page lacks) share the client's one re-ask loop:
+    a model that alternates between the two gets max_reasks + 1 = 3 requests, not 3 x 3."""
+    await page.goto(server.url("forms.html"))
+    answers = [
+        {"elements": [element("9-99999", "click", [], "a button the page lacks")]},  # fits the schema, not the page
+        {"elements": "not a list"},  # does not fit the schema
+    ]
+    calls: list[int] = []
+
+    def model(request):
+        calls.append(request.attempt)
+        return answers[(len(calls) - 1) % 2]
+
+    sh = Stagehand(page, model=FunctionLLM(model))
+    from stagehand_py import OutputValidationError
+
+    with pytest.raises(OutputValidationError) as caught:
+        await sh.observe("click the launch button")
+    assert calls == [1, 2, 3]
+    assert "9-99999" in str(caught.value) and "selector=" in str(caught.value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from _server import Response
 
 from stagehand_py import Action, Stagehand
-from stagehand_py._operations._common import SHORT_VALUE, redact_text
+from stagehand_py._secrets import SHORT_VALUE, redact_text
 from stagehand_py.testing import FunctionLLM, capture_requests
 
 from ._ops import first_user

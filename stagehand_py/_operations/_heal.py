@@ -1,0 +1,176 @@
+"""Running a planned or cached action safely: identity check, self-heal, and cache replay.
+
+- Before an action this Stagehand planned (or observed, or cached) runs, its selector must
+  still name the element it was chosen on (role and name, see :mod:`._identity`): a changed
+  page can make the same XPath name another element, which must never be acted on silently.
+- Self-heal (``self_heal=True`` and a model configured): when the selector no longer resolves,
+  the action fails or the element is another one now, the page is read again, the element
+  re-located from the action's description, method and arguments (one model call on the most
+  relevant part) and the action retried once.
+- Cache replay: act replays a cached plan with no model call, healing stale steps and
+  rewriting the entry; observe replays cached actions when every one still names its element.
+  Entries without identities (written before they existed) replay unchecked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from .._actions import DEFAULT_TIMEOUT, execute_action, placeholder_descriptions, resolve_element, watch_page
+from .._cache import CacheEntry, ElementIdentity
+from .._errors import ActionError, ActionFailedError, ElementNotFoundError, StagehandTimeoutError
+from .._prompts.act import heal_system, heal_user
+from .._prompts.common import Fence
+from .._prompts.observe import ObserveAnswer
+from .._types import Action, ActResult, VariableValue
+from ._answers import check_elements
+from ._context import OperationContext
+from ._identity import identity_matches, remember
+from ._pipeline import ask_parts, read_page, settle, split_page
+
+__all__ = ["HEAL_PROBE_TIMEOUT", "cached_actions_valid", "heal", "replay", "run_action", "run_checked"]
+
+logger = logging.getLogger("stagehand_py._operations")
+
+#: With self-heal available, the first try waits this long for the element before healing.
+HEAL_PROBE_TIMEOUT = 2.0
+_HEALABLE = (ElementNotFoundError, ActionFailedError, StagehandTimeoutError)
+
+
+def _can_heal(ctx: OperationContext) -> bool:
+    return ctx.self_heal and ctx.has_model()
+
+
+async def _execute(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue], timeout: float) -> None:
+    async with watch_page(ctx.page) as watch:
+        await execute_action(ctx.page, action, variables=variables, timeout=ctx.action_timeout(timeout))
+        await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
+
+
+async def run_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+    """Run ``action``; heal it once if it fails and healing is possible. Returns (what ran, healed)."""
+    can_heal = _can_heal(ctx)
+    try:
+        await _execute(ctx, action, variables, HEAL_PROBE_TIMEOUT if can_heal else DEFAULT_TIMEOUT)
+        return action, False
+    except _HEALABLE as exc:
+        if not can_heal:
+            raise
+        logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)
+        return await _heal_and_run(ctx, action, variables, f"failed ({exc})")
+
+
+async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
+                        why: str) -> tuple[Action, bool]:
+    """Re-locate ``action``'s element by description (one model call) and run it there.
+
+    ``why`` completes "<method> on <selector> ..." in the error when nothing fits.
+    """
+    healed = await heal(ctx, action, placeholder_descriptions(variables))
+    if healed is None:
+        raise ElementNotFoundError(
+            f"{action.method} on {action.selector} {why} and self-heal found no element matching "
+            f"{action.description or 'the action'!r} on the page now. Observe the page again.",
+            selector=action.selector, method=action.method,
+        )
+    await _execute(ctx, healed, variables, DEFAULT_TIMEOUT)
+    logger.info("healed: %s now runs on %s", action.method, healed.selector)
+    return healed, True
+
+
+async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, str]) -> Action | None:
+    """Re-locate ``action``'s element on a fresh read of the page (one model call on the best part)."""
+    client = ctx.get_client()  # a clear ConfigurationError before touching the page
+    page = await read_page(ctx)
+
+    def prompt(fence: Fence, text: str, part: tuple[int, int] | None) -> tuple[str, str]:
+        return heal_system(fence), heal_user(action.description, action.method, action.arguments, text, fence, part=part)
+
+    def check(out: ObserveAnswer) -> tuple[list[str], list[Action]]:
+        # Keep the original method and arguments: only the element is re-located.
+        elements = [e.model_copy(update={"method": action.method, "arguments": list(action.arguments)})
+                    for e in out.elements[:1]]
+        return check_elements(elements, page.snapshot, variables)
+
+    parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=f"{action.description} {' '.join(action.arguments)}",
+                       choice=client.choice_mode)
+    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="heal", check=check,
+                              done=lambda found: True, limit=1, elements=True, instruction=action.description)
+    found = answers[0] if answers else []
+    if not found:
+        return None
+    healed = found[0].model_copy(update={"description": action.description or found[0].description})
+    remember(ctx, page.snapshot, [healed])
+    return healed
+
+
+async def run_checked(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+    """Run ``action``, but first check that its selector still names the element it was planned
+    on (role and name, when this Stagehand planned or observed it): if the page swapped another
+    element in since (a "Delete" where "Save" was), re-locate the planned one, or refuse."""
+    identity = ctx.identities.get(action.selector)
+    if identity is None or await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
+        return await run_action(ctx, action, variables)
+    why = f"no longer names the {identity.role} {identity.name!r} it was planned on"
+    if not _can_heal(ctx):
+        raise ActionFailedError(
+            f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
+            selector=action.selector, method=action.method,
+        )
+    return await _heal_and_run(ctx, action, variables, why)
+
+
+async def _run_cached(ctx: OperationContext, action: Action, identity: ElementIdentity | None,
+                      variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+    """Run one cached step: first check that its selector still names the element it was cached for."""
+    if identity is None or await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
+        if identity is not None:
+            ctx.identities[action.selector] = identity
+        return await run_action(ctx, action, variables)
+    if not _can_heal(ctx):
+        raise ElementNotFoundError(
+            f"the cached {action.method} on {action.selector} is stale: that path now names a different element "
+            f"than the {identity.role} it was cached for (or none). Enable self_heal with a model, or delete the "
+            "cache entry.",
+            selector=action.selector, method=action.method,
+        )
+    logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
+    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now")
+
+
+async def replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry,
+                 variables: Mapping[str, VariableValue]) -> ActResult:
+    """act from the cache: each step checked (and healed) as it runs; a healed entry is rewritten."""
+    logger.info("act %r: replaying %d cached action(s)", instruction, len(cached.actions))
+    done: list[Action] = []
+    healed = False
+    for n, (action, identity) in enumerate(zip(cached.actions, cached.elements, strict=True)):
+        if n:
+            await settle(ctx)
+        ran, was_healed = await _run_cached(ctx, action, identity, variables)
+        done.append(ran)
+        healed = healed or was_healed
+    if healed:
+        ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
+        logger.info("act %r: cache entry rewritten with the healed selector(s)", instruction)
+    return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].description,
+                     actions=done, healed=healed, cache_hit=True)
+
+
+async def cached_actions_valid(ctx: OperationContext, entry: CacheEntry) -> bool:
+    """True when every cached selector still names exactly one element (a quick check, no waiting)
+    and, where the entry knows it, the element it was cached for (role and name)."""
+    for action, identity in zip(entry.actions, entry.elements, strict=True):
+        if identity is not None:
+            if not await identity_matches(ctx, action, identity, wait=0.5):
+                logger.info("cache entry is stale (%s names another element now)", action.selector)
+                return False
+            continue
+        try:
+            handle = await resolve_element(ctx.page, action.selector, timeout=0.5)
+        except ActionError:
+            logger.info("cache entry is stale (%s no longer resolves)", action.selector)
+            return False
+        await handle.dispose()
+    return True
