@@ -86,6 +86,9 @@ class ActResult(BaseModel):
     healed: bool = False
     #: True when the action came from the action cache (no model call).
     cache_hit: bool = False
+    #: Seconds spent waiting for the page to render what the instruction names, after the
+    #: first read found nothing (0.0 when it was there at once, or the page stood still).
+    waited: float = 0.0
 
 
 class VariableSpec(TypedDict, total=False):

@@ -1,7 +1,8 @@
 """act(): run an Action (no model), or plan one action from an instruction and run it.
 
 - Planning reads a fresh snapshot (split and ranked like observe, see :mod:`._pipeline`) and
-  asks for one element.
+  asks for one element; when none fits while the page is still changing, it looks again as
+  the page changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 - Custom dropdowns take two steps: when the model says its click opens options, the page is
   read again after the click, the outlines are diffed, and the model picks the option among
   the new lines only.
@@ -22,7 +23,7 @@ from ._answers import check_elements
 from ._context import OperationContext
 from ._heal import replay, run_action, run_checked
 from ._identity import remember
-from ._pipeline import PageRead, ask_parts, new_lines, read_page, split_page
+from ._pipeline import PageRead, ask_parts, look, new_lines, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
 from .observe import MAX_PARTS
 
@@ -99,11 +100,15 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
     if vision is True:
         require_sight(client, "act(vision=True)")
     sees = vision is not False and model_sees(client)
-    page = await read_page(ctx, confidence=vision == "auto" and sees)
-    action, opens = await _plan(ctx, instruction, page, descriptions, vision, sees)
+    looked = await look(ctx, lambda: read_page(ctx, confidence=vision == "auto" and sees),
+                        lambda page: _plan(ctx, instruction, page, descriptions, vision, sees),
+                        found=lambda planned: planned[0] is not None)
+    (action, opens), page = looked.value, looked.page
     if action is None:
         logger.info("act %r: no element fits", instruction)
-        return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}.")
+        waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
+        return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}{waited}.",
+                         waited=looked.waited)
     remember(ctx, page.snapshot, [action])
     ran, healed = await run_checked(ctx, action, variables)  # the page may have changed while the model thought
     done = [ran]
