@@ -5,6 +5,9 @@ is split into chunks ranked by relevance to the instruction and sent one per req
 first, until one yields elements, at most :data:`MAX_PARTS` requests (see :mod:`._pipeline`).
 Without an instruction the chunks keep page order (the top of the page first).
 
+Values the instruction did not give (``observe("fill the search box")``) are not an error:
+the action comes back with a ``%placeholder%`` for them, named in ``Action.missing_arguments``.
+
 Late content: when nothing matched and the page is still changing, the page is read and asked
 again as it changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 
@@ -70,7 +73,7 @@ async def observe(
         parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode)
         answers = await ask_parts(
             ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="observe",
-            check=lambda out: check_elements(out.elements, page.snapshot, variables), done=bool,
+            check=lambda out: check_elements(out.elements, page.snapshot, variables, missing_values=True), done=bool,
             limit=MAX_PARTS, vision=vision, sees=sees, elements=True, instruction=instruction,
         )
         logger.info("observe %r: %d action(s) from %d part(s)", text, len(answers[-1]) if answers else 0, parts.total)
