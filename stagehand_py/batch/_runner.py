@@ -224,11 +224,10 @@ async def work_on_row(
     attempt: int = 1,
     memory_notes: Sequence[str] = (),
 ) -> RowOutcome:
-    """One row's work, the same on every engine: wait for the host's turn, run ``runner`` in a
-    fresh isolated context of ``browser`` within the spec's ``max_time``, judge the outcome.
+    """One row's work, the same on every engine: open a fresh isolated context of ``browser``,
+    wait for the host's turn, run ``runner`` in it within the spec's ``max_time``, judge the outcome.
     Writes nothing: the caller records the returned outcome (:func:`record_row`)."""
     evidence = SampleEvidence(sample_folder(sample))
-    await limiter.wait(sample.url)
     started = time.monotonic()
     started_at = _now()
     ctx: SampleContext | None = None
@@ -237,6 +236,9 @@ async def work_on_row(
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
         page = await context.new_page()
         ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence, memory_notes=list(memory_notes))
+        # The host's turn is taken last, right before the runner's first request: opening the
+        # context takes a varying time, which would otherwise eat into the spacing.
+        await limiter.wait(sample.url)
         outcome = await asyncio.wait_for(runner(ctx), timeout=spec.max_time)
         if outcome.status not in STATUSES:
             raise ValueError(f"the sample runner returned status {outcome.status!r}, not one of {', '.join(STATUSES)}")
