@@ -12,6 +12,8 @@ import csv
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -175,3 +177,29 @@ def test_bad_options_are_typed_errors() -> None:
     with pytest.raises(ConfigurationError, match="workers must be at least 1"):
         RayOptions(workers=0).check()
     RayOptions(address="ray://head.example:10001", browser_endpoint="wss://browsers.example/playwright?token=x").check()
+
+
+async def test_without_ray_installed_the_error_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets when Ray is not installed
+    with pytest.raises(ConfigurationError, match=r"--engine ray needs Ray: pip install 'stagehand_py\[ray\]'"):
+        await run_batch_on_ray([Sample(id="a", url="http://127.0.0.1:9/")], spec=SPEC, runner=RUNNER, run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # nothing started, nothing written
+
+
+def test_the_cli_checks_engine_options_before_starting_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from stagehand_py.batch._cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "task.json").write_text(json.dumps({"goal": "g"}))
+    code = main(["run", "--task", "task.json", "--url", "http://127.0.0.1:9/", "--engine", "ray", "--address", "head:port"])
+    assert code == 1 and "--address must be auto, ray://host:port or host:port, got 'head:port'" in capsys.readouterr().err
+    code = main(["run", "--task", "task.json", "--url", "http://127.0.0.1:9/", "--engine", "ray", "--browser-endpoint", "ftp://x"])
+    assert code == 1 and "--browser-endpoint must be a CDP URL" in capsys.readouterr().err
+    assert not (tmp_path / "evidence").exists()
+
+
+def test_only_the_ray_engine_imports_ray() -> None:
+    code = ("import sys, stagehand_py, stagehand_py.batch, stagehand_py.batch._cli; "
+            "print(sorted(m for m in ('ray', 'fsspec') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
