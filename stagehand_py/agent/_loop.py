@@ -44,6 +44,7 @@ from .._secrets import redact_text
 from .._types import Action, Variables
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, Usage, UserMessage
 from ..snapshot import ACTIONABLE_ROLES, parse_line
+from ..tracing._spans import traced_agent_run, traced_agent_step
 from ._domains import DomainGuard
 from ._hygiene import (
     FailureTracker,
@@ -549,7 +550,9 @@ class Agent:
             run.guard = DomainGuard(self._allowed_domains, main_page=self._sh.page, redact=run.redact)
             await run.guard.install()
         try:
-            return await _run_loop(run, self._mode, self._tool_set(run))
+            return await traced_agent_run(lambda: _run_loop(run, self._mode, self._tool_set(run)), instruction=instruction,
+                                          mode=self._mode_name, model=_model_label(self._client), max_steps=max_steps,
+                                          variables=run.variables)
         finally:
             if run.guard is not None:
                 await run.guard.uninstall()
@@ -658,7 +661,7 @@ async def _run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
             remaining = None if run.budget.deadline is None else max(0.0, run.budget.deadline - time.monotonic())
             try:
                 async with asyncio.timeout(remaining):
-                    await _one_step(run, mode, toolset)
+                    await traced_agent_step(run.step, lambda: _one_step(run, mode, toolset))
             except TimeoutError:
                 if run.budget.out_of_time(time.monotonic()):
                     raise await _consolidate(run, "the time budget ran out during a step") from None
