@@ -141,6 +141,13 @@ async def test_stdio_snapshot_act_extract_tabs_and_errors(tmp_path: Path, fake_m
             failed, text = await calls.call("switch_tab", index=5)
             assert failed and "InvalidArgumentError" in text
 
+            fake_model.reply(chat_completion(json.dumps({
+                "evaluation_previous_step": "ok", "memory": "", "next_goal": "finish",
+                "action": {"tool": "done", "args": {"message": f"the form is open for {USERNAME}"}}})))
+            failed, text = await calls.call("agent", instruction="check that the form is open", max_steps=2)
+            assert not failed and json.loads(text)["status"] == "done", text
+            assert json.loads(text)["message"] == "the form is open for %username%"
+
             shot = await client.call_tool("screenshot", {})
             assert not shot.is_error and shot.content[0].type == "image" and shot.content[0].mime_type == "image/png"
 
@@ -152,6 +159,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def listening_addresses(port: int) -> list[str]:
+    """The local addresses listening on ``port`` (Linux's /proc/net/tcp and tcp6)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.append(".".join(str(b) for b in reversed(bytes.fromhex(address))) if len(address) == 8 else address)
+    return found
 
 
 async def test_streamable_http_on_loopback(tmp_path: Path, fake_model: FakeProvider, server: Any) -> None:
@@ -176,8 +195,7 @@ async def test_streamable_http_on_loopback(tmp_path: Path, fake_model: FakeProvi
             result = await client.call_tool("act_on_element", {"element_id": line_id(outline, "textbox: Password"),
                                                                "method": "fill", "arguments": ["%password%"]})
             assert not result.is_error and json.loads(result.content[0].text)["success"]
-        listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
-        assert listening and all("127.0.0.1:" in line for line in listening.strip().splitlines()), listening
+        assert listening_addresses(port) == ["127.0.0.1"]
     finally:
         process.terminate()
         process.wait(timeout=30)
