@@ -51,6 +51,7 @@ class BrowserSession:
         self._current: Page | None = None
         self._guard: DomainGuard | None = None
         self._xpaths: dict[str, str] = {}
+        self._ids: dict[str, str] = {}
         # One browser, one tool at a time: two clicks racing on one page mean nothing useful.
         self.lock = asyncio.Lock()
 
@@ -88,7 +89,7 @@ class BrowserSession:
         page = tab_at(sh.page, index)
         await page.bring_to_front()
         self._current = page
-        self._xpaths = {}
+        self.remember({})
         return page
 
     def redact(self, text: str) -> str:
@@ -101,9 +102,13 @@ class BrowserSession:
 
     def remember(self, xpath_map: Mapping[str, str]) -> None:
         self._xpaths = dict(xpath_map)
+        self._ids = {xpath: element_id for element_id, xpath in xpath_map.items()}
 
     def xpath_for(self, element_id: str) -> str | None:
         return self._xpaths.get(element_id.strip("[] "))
+
+    def id_for(self, selector: str) -> str | None:
+        return self._ids.get(selector.removeprefix("xpath="))
 
     async def close(self) -> None:
         if self._guard is not None:
@@ -188,13 +193,15 @@ def build_server(config: MCPServerConfig, *, session: BrowserSession | None = No
         result: str = await guarded(run)
         return result
 
-    @server.tool(description="Find the elements matching an instruction and the action for each (a model call). "
-                 "Arguments use %name% for the server's variables.")
+    @server.tool(description="Find the elements matching an instruction and the action for each (a model call), "
+                 "with the element_id act_on_element takes. Arguments use %name% for the server's variables.")
     async def observe(instruction: Annotated[str, Field(description="what to look for, e.g. 'the sign in form fields'")]) -> str:
         async def run(sh: Stagehand) -> str:
             needs_model()
             actions = await sh.observe(instruction, variables=browser.variables or None)
-            return browser.redact(_json([a.model_dump() for a in actions]))
+            # Ids stay the same across snapshots: give each action the id act_on_element takes.
+            browser.remember((await sh.snapshot()).xpath_map)
+            return browser.redact(_json([{"element_id": browser.id_for(a.selector), **a.model_dump()} for a in actions]))
         result: str = await guarded(run)
         return result
 

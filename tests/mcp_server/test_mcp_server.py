@@ -116,7 +116,9 @@ async def test_stdio_snapshot_act_extract_tabs_and_errors(tmp_path: Path, fake_m
                 {"element_id": line_id(outline, "button: Sign in"), "description": "Sign in button", "method": "click",
                  "arguments": []}]})))
             failed, text = await calls.call("observe", instruction="the sign in button")
-            assert not failed and json.loads(text)[0]["method"] == "click", text
+            assert not failed, text
+            observed = json.loads(text)[0]
+            assert observed["method"] == "click" and observed["element_id"] == line_id(outline, "button: Sign in"), text
 
             # typed errors come back as tool errors, and the server keeps serving
             failed, text = await calls.call("act_on_element", element_id="7-999")
