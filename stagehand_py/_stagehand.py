@@ -443,7 +443,8 @@ class Stagehand:
         from .agent._judge import evaluate_page
 
         client = self._make_client(model) if model is not None else self._get_client()
-        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot))
+        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot),
+                               instruction=question)
 
 
 def _check_instruction(what: str, instruction: object, *, required: bool) -> str | None:

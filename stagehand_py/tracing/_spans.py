@@ -82,7 +82,11 @@ def _tracer() -> Any:
 
 @contextmanager
 def _span(name: str, attributes: Mapping[str, AttributeValue | None], *,
-          kind: Literal["internal", "client"] = "internal") -> Iterator[SpanHandle]:
+          kind: Literal["internal", "client"] = "internal", describe_errors: bool = False,
+          variables: Mapping[str, VariableValue] | None = None) -> Iterator[SpanHandle]:
+    """A span; a failure sets ``error.type``, and with ``describe_errors`` the error's message
+    (redacted with ``variables``, bounded) -- only for errors of our own, whose messages are
+    written to be safe: a Playwright or provider error may quote what was typed or sent."""
     tracer = _tracer()
     if tracer is None:
         yield SpanHandle()
@@ -91,7 +95,6 @@ def _span(name: str, attributes: Mapping[str, AttributeValue | None], *,
 
     clean = {k: v for k, v in attributes.items() if v is not None}
     # Exceptions are not recorded as events: their stack and message may quote page text.
-    # The error's type and its (already redacted) message, bounded, say enough.
     with tracer.start_as_current_span(
         name, kind=SpanKind.CLIENT if kind == "client" else SpanKind.INTERNAL, attributes=clean,
         record_exception=False, set_status_on_exception=False,
@@ -101,7 +104,7 @@ def _span(name: str, attributes: Mapping[str, AttributeValue | None], *,
             yield handle
         except BaseException as exc:
             span.set_attribute("error.type", type(exc).__name__)
-            span.set_status(Status(StatusCode.ERROR, bounded_text(str(exc))))
+            span.set_status(Status(StatusCode.ERROR, bounded_text(str(exc), variables) if describe_errors else None))
             raise
 
 
@@ -112,7 +115,7 @@ async def traced_operation(verb: str, operation: Callable[[], Awaitable[T]], *, 
         "stagehand.operation": verb,
         "stagehand.instruction": None if instruction is None else bounded_text(instruction, variables),
         "stagehand.page.url": bounded_text(url, variables),
-    }) as span:
+    }, describe_errors=True, variables=variables) as span:
         result = await operation()
         if span.recording:
             _record_result(span, result)
@@ -200,7 +203,7 @@ async def traced_agent_run(run: Callable[[], Awaitable[T]], *, instruction: str,
         "stagehand.instruction": bounded_text(instruction, variables),
         "stagehand.agent.mode": mode,
         "stagehand.agent.max_steps": max_steps,
-    }) as span:
+    }, describe_errors=True, variables=variables) as span:
         result = await run()
         if span.recording:
             span.set("stagehand.agent.status", str(getattr(result, "status", "")) or None)

@@ -191,3 +191,18 @@ def test_importing_the_package_imports_no_opentelemetry() -> None:
     code = "import sys, stagehand_py, stagehand_py.tracing; print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_failed_action_leaks_no_typed_value(spans: Any, page: Any) -> None:
+    # Playwright's own error for a failed fill quotes the value it was typing; the action span
+    # keeps only the error's type.
+    await page.set_content("<button>not a text box</button>")
+    from stagehand_py import Action, ActionFailedError
+
+    with pytest.raises(ActionFailedError):
+        await Stagehand(page).act(Action(selector="xpath=/html[1]/body[1]/button[1]", method="fill",
+                                         arguments=["%password%"]), variables=VARIABLES, timeout=5)
+    finished = spans.get_finished_spans()
+    action = one(finished, "stagehand.action fill")
+    assert dict(action.attributes or {})["error.type"] == "Error" and not action.status.is_ok
+    assert SECRET not in attribute_text(finished)
