@@ -25,6 +25,7 @@ from .browser._session import BrowserSession, connect_browser, launch_browser
 from .llm import LanguageModel, LLMClient, Metrics, OutputMode, Profile, RetryPolicy, UsageLimits
 from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
+from .tracing._spans import traced_operation
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentConfig, AgentOptions, EvaluateResult
@@ -303,14 +304,16 @@ class Stagehand:
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
 
-    async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]]) -> T:
+    async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
+                   instruction: str | None = None) -> T:
         self._check_open()
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:
             async with asyncio.timeout(timeout) as scope:
                 await self._install_helpers()
-                return await operation()
+                return await traced_operation(what, operation, instruction=instruction, url=self._page.url,
+                                              variables=self._known_variables)
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise
@@ -345,7 +348,7 @@ class Stagehand:
         return await self._run("observe", timeout, lambda: _observe.observe(
             ctx, instruction, variables=ctx.variable_descriptions, selector=selector,
             ignore_selectors=list(ignore_selectors), vision=vision,
-        ))
+        ), instruction=instruction)
 
     async def act(
         self,
@@ -368,7 +371,8 @@ class Stagehand:
         if isinstance(action, str):
             instruction = _required_instruction("act", action)
             ctx = self._context(variables, timeout)
-            return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision))
+            return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision),
+                                   instruction=instruction)
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
         )
@@ -404,7 +408,8 @@ class Stagehand:
         instruction = _check_instruction("extract", instruction, required=False)
         ctx = self._context(timeout=timeout)
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
-                                                                              screenshot=screenshot))
+                                                                              screenshot=screenshot),
+                               instruction=instruction)
 
     # --- agent and judge -------------------------------------------------------------------
 
@@ -441,7 +446,8 @@ class Stagehand:
         from .agent._judge import evaluate_page
 
         client = self._make_client(model) if model is not None else self._get_client()
-        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot))
+        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot),
+                               instruction=question)
 
 
 def _check_instruction(what: str, instruction: object, *, required: bool) -> str | None:

@@ -16,10 +16,11 @@ from pydantic import BaseModel
 from .._errors import InvalidArgumentError
 from .._types import Variables
 from ..llm import LLMClient
+from ..tracing._spans import traced_agent_run
 from ._config import AgentConfig
 from ._domains import DomainGuard
 from ._run import EventCallback, Run
-from ._step import run_loop
+from ._step import model_label, run_loop
 from ._tools import Tool, ToolSet, tool_from_function
 from ._types import AgentEvent, AgentMode, AgentResult, Driver
 from .modes import make_mode
@@ -94,7 +95,9 @@ class Agent:
             run.guard = DomainGuard(list(self._config.allowed_domains), main_page=self._driver.page, redact=run.redact)
             await run.guard.install()
         try:
-            return await run_loop(run, self._mode, self._tool_set(run))
+            return await traced_agent_run(lambda: run_loop(run, self._mode, self._tool_set(run)), instruction=instruction,
+                                          mode=self._config.mode, model=model_label(self._client), max_steps=max_steps,
+                                          variables=run.variables)
         finally:
             if run.guard is not None:
                 await run.guard.uninstall()

@@ -34,6 +34,7 @@ from .._prompts import agent as P
 from .._prompts.common import Fence
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ..snapshot import ACTIONABLE_ROLES, parse_line
+from ..tracing._spans import traced_agent_step
 from ._judge import evaluate_page
 from ._run import Finished, Mode, PageState, Run, browser_lock
 from ._tools import TERMINAL_TOOLS, Tool, ToolOutcome, ToolSet, step_model
@@ -72,7 +73,7 @@ logger = logging.getLogger("stagehand_py")
 T = TypeVar("T")
 
 
-def _model_label(client: LLMClient) -> str:
+def model_label(client: LLMClient) -> str:
     return str(getattr(client, "model_name", None) or getattr(getattr(client, "model", None), "model_name", "") or "model")
 
 
@@ -88,7 +89,7 @@ async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, 
     run.used_fallback = False
     if fallback is not None and run.primary_failed and purpose == "agent_consolidate":
         logger.warning("agent: final consolidation on the fallback model %s (the primary model's last call failed)",
-                       _model_label(fallback))
+                       model_label(fallback))
         await run.emit("warning", {"kind": "fallback_model", "purpose": purpose, "reason": "primary failed last"})
         run.used_fallback = True
         return await fallback.generate(messages, **kwargs)
@@ -100,10 +101,10 @@ async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, 
         run.primary_failed = True
         logger.warning(
             "agent step %d: the primary model %s failed after its retries (%s: %s); one attempt on the fallback model %s",
-            run.step, _model_label(run.client), type(exc).__name__, run.redact(str(exc))[:200], _model_label(fallback),
+            run.step, model_label(run.client), type(exc).__name__, run.redact(str(exc))[:200], model_label(fallback),
         )
         await run.emit("warning", {"kind": "fallback_model", "purpose": purpose, "error": type(exc).__name__,
-                                   "primary": _model_label(run.client), "fallback": _model_label(fallback)})
+                                   "primary": model_label(run.client), "fallback": model_label(fallback)})
         run.used_fallback = True
         return await fallback.generate(messages, **kwargs)
     run.primary_failed = False
@@ -126,7 +127,7 @@ async def run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
             remaining = None if run.budget.deadline is None else max(0.0, run.budget.deadline - time.monotonic())
             try:
                 async with asyncio.timeout(remaining):
-                    await _one_step(run, mode, toolset)
+                    await traced_agent_step(run.step, lambda: _one_step(run, mode, toolset))
             except TimeoutError:
                 if run.budget.out_of_time(time.monotonic()):
                     raise await consolidate(run, "the time budget ran out during a step") from None

@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--headed", action="store_true", help="show the browser")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_engine_arguments(run)
+    # Parsed by stagehand_py.mcp (see main): listed here so that --help shows it.
+    commands.add_parser("mcp", help="serve the browser to an MCP client (stagehand-py mcp --help)", add_help=False)
     return parser
 
 
@@ -254,6 +256,11 @@ def _ray_options(args: argparse.Namespace) -> RayOptions | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mcp"]:
+        from ..mcp._cli import main as mcp_main
+
+        return mcp_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)

@@ -28,6 +28,7 @@ from .._errors import (
     StagehandError,
 )
 from .._prompts.llm import reask_message
+from ..tracing._spans import traced_model_request
 from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
 from ._inference_log import InferenceLog
 from ._messages import (
@@ -430,7 +431,7 @@ class LLMClient:
         started = time.perf_counter()
         try:
             response = await call_with_retries(
-                once,
+                traced_model_request(once, model=self._model_label, request=request),
                 policy=self._retry,
                 describe=f"{self._model_label} {request.purpose} request",
                 on_retry=lambda _exc, _wait: self._metrics.record_retry(),
