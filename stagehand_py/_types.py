@@ -6,9 +6,12 @@ from typing import Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .llm._usage import Usage
+
 __all__ = [
     "Action",
     "ActResult",
+    "SavedDownload",
     "ActionMethod",
     "VariableSpec",
     "VariableValue",
@@ -73,6 +76,21 @@ class Action(BaseModel):
     arguments: list[str] = Field(default_factory=list, description="Method arguments; may hold %placeholders%")
 
 
+class SavedDownload(BaseModel):
+    """A file a page downloaded, saved by Stagehand (see ``Stagehand(downloads_dir=...)``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: Where the file is now (inside the downloads folder).
+    path: str
+    #: The name the site proposed (Content-Disposition or the link's ``download`` attribute).
+    suggested_filename: str
+    size: int
+    sha256: str
+    #: The URL the file came from.
+    url: str
+
+
 class ActResult(BaseModel):
     """What ``act()`` did."""
 
@@ -86,6 +104,10 @@ class ActResult(BaseModel):
     healed: bool = False
     #: True when the action came from the action cache (no model call).
     cache_hit: bool = False
+    #: Model usage of this act() call (tokens, ``cost_usd``); zero for an Action run as given.
+    usage: Usage = Field(default_factory=Usage)
+    #: Files the action made the page download, saved in the downloads folder.
+    downloads: list[SavedDownload] = Field(default_factory=list)
 
 
 class VariableSpec(TypedDict, total=False):

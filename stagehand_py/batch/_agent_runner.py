@@ -40,7 +40,8 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
             return f"saved {record['file']} (sha256 {record['sha256'][:12]})"
 
         tool = tool_from_function(save_screenshot, description=SAVE_SCREENSHOT_DESCRIPTION)
-        sh = Stagehand(ctx.page, model=model)
+        # Files the agent downloads go next to the sample's other evidence (and into result.json).
+        sh = Stagehand(ctx.page, model=model, downloads_dir=ctx.evidence.folder / "downloads")
         try:
             response = await ctx.page.goto(ctx.sample.url)
             ctx.action_log.append({"step": 0, "tool": "goto", "args": {"url": ctx.sample.url},
@@ -67,6 +68,7 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
         return SampleOutcome(
             status=result.status, data=data, error=None if result.status == "done" else result.message,
             usage=result.usage.model_dump(mode="json"),
+            extra={"downloads": [d.model_dump(mode="json") for d in sh.downloads]} if sh.downloads else {},
         )
 
     return run
