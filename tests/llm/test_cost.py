@@ -139,3 +139,27 @@ async def test_max_cost_with_an_unknown_price_is_refused_up_front() -> None:
         LLMClient(FunctionLLM(lambda request: {"title": "x"}), usage_limits=UsageLimits(max_cost_usd=1.0))
     with pytest.raises(ValueError):
         UsageLimits(max_cost_usd=-1)
+
+
+async def test_an_act_and_an_agent_run_report_their_cost(page) -> None:
+    from agent._script import AgentScript, call
+    from operations._ops import element, find_id
+
+    from stagehand_py import Action, Stagehand
+
+    await page.set_content("<h1>Shop</h1><button onclick=\"this.textContent='Added'\">Add to cart</button>")
+    model = FunctionLLM(lambda request: {"elements": [element(find_id(request, "button: Add to cart"))],
+                                         "opens_options": False}, model_name="openai/gpt-4.1-mini")
+    sh = Stagehand(page, model=model)
+    result = await sh.act("add the item to the cart")
+    assert result.success and result.usage.requests == 1
+    assert result.usage.cost_usd == pytest.approx(sh.metrics.by_purpose["act"].cost_usd) and result.usage.cost_usd > 0
+    # An Action run as given makes no model call and costs nothing.
+    assert (await sh.act(Action(selector="h1", method="hover"))).usage.cost_usd == 0
+
+    script = AgentScript([call("done", message="nothing to do")])
+    agent_sh = Stagehand(page, model=LLMClient(script, price=MINI))
+    run = await agent_sh.agent().execute("check the page", max_steps=3)
+    assert run.usage.requests >= 1 and run.usage.cost_usd == pytest.approx(agent_sh.metrics.total.cost_usd)
+    assert run.usage.cost_usd == pytest.approx(MINI.cost(input_tokens=run.usage.input_tokens,
+                                                         output_tokens=run.usage.output_tokens))
