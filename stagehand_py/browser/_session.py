@@ -138,7 +138,7 @@ async def launch_browser(
                 f"Chromium at {executable} failed to start: {_redacted(exc, options)}. If it runs as root or in a "
                 "container it needs --no-sandbox (on by default here); check that the binary runs: "
                 f"`{executable} --headless --version`; a persistent profile folder cannot be open in two browsers."
-            ) from None
+            ) from None  # not chained: Playwright's error repeats the launch options, proxy password included
         if session.persistent_context is None:
             try:
                 context = await session.browser.new_context(**context_options)
@@ -240,7 +240,10 @@ def _without_query(url: str) -> str:
 
 
 def _redacted(exc: Exception, options: BrowserOptions, *more: str) -> str:
-    """A Playwright error's text without the proxy password or header values in it."""
+    """A Playwright error's text without the proxy password or header values in it.
+
+    Errors built from it are raised ``from None``: Playwright's own exception quotes the call's
+    options (the proxy password, the handshake headers), and a chained cause prints in full."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     hidden = [*more, *((options.proxy.password,) if options.proxy and options.proxy.password else ())]
     hidden += list((options.extra_http_headers or {}).values())
