@@ -241,6 +241,7 @@ class Stagehand:
         if self._closed:
             return
         self._closed = True
+        self._tabs.detach()
         if self._targets is not None:
             try:
                 await self._targets.close()

@@ -40,6 +40,7 @@ class Tabs:
         self._downloads_dir = Path(downloads_dir) if downloads_dir is not None else None
         self._saving: set[asyncio.Task[None]] = set()
         self.downloads: list[SavedDownload] = []
+        self._listeners: list[tuple[Any, str, Any]] = []
         self._watch(first)
 
     # --- pages -------------------------------------------------------------------------------
@@ -54,9 +55,16 @@ class Tabs:
 
     def _watch(self, page: Any) -> None:
         self._pages.append(page)
-        page.on("popup", lambda popup: self._on_popup(page, popup))
-        page.on("download", self._on_download)
-        page.on("close", lambda _page: self._on_close(page))
+        for event, handler in (("popup", lambda popup: self._on_popup(page, popup)), ("download", self._on_download),
+                               ("close", lambda _page: self._on_close(page))):
+            page.on(event, handler)
+            self._listeners.append((page, event, handler))
+
+    def detach(self) -> None:
+        """Stop tracking: a closed Stagehand leaves the user's pages as it found them."""
+        for page, event, handler in self._listeners:
+            page.remove_listener(event, handler)
+        self._listeners.clear()
 
     def _on_popup(self, opener: Any, popup: Any) -> None:
         if popup in self._pages:

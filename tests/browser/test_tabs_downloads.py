@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -203,3 +204,16 @@ async def test_a_closed_last_tab_is_a_typed_error(make, routes) -> None:
     await sh.page.close()
     with pytest.raises(PageClosedError):
         await sh.snapshot()
+
+
+async def test_a_closed_stagehand_leaves_the_users_page_alone(routes, context, tmp_path) -> None:
+    page = await context.new_page()
+    sh = Stagehand(page, downloads_dir=tmp_path / "downloads")
+    await page.goto(routes.url("downloads"))
+    await sh.close()
+    async with page.expect_download() as info:
+        await page.click("#export")
+    await (await info.value).path()  # the user's own download finishes
+    await asyncio.sleep(0.2)
+    assert sh.downloads == [] and not (tmp_path / "downloads").exists()
+    assert not page.is_closed()
