@@ -13,11 +13,14 @@ import re
 import unicodedata
 import urllib.parse
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ._actions._variables import _value_of
-from ._types import VariableValue
+from ._errors import InvalidArgumentError
 
-__all__ = ["SHORT_VALUE", "redact_text"]
+if TYPE_CHECKING:  # _types reaches the LLM layer, whose tracing imports this module
+    from ._types import VariableValue
+
+__all__ = ["SHORT_VALUE", "redact_text", "variable_value"]
 
 
 #: Variable values shorter than this are redacted from page text only as whole tokens (and
@@ -30,6 +33,23 @@ _VALUE_ATTR = re.compile(r'value="(?:[^"\\]|\\.)*"')
 #: (no letter or digit in it) and no page text can touch it.
 _MARK_OPEN, _MARK_CLOSE, _MARK_BASE = "\ufdd0", "\ufdd1", 0xF0000
 _MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
+
+
+def variable_value(name: str, spec: object) -> str:
+    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
+    if isinstance(spec, Mapping):
+        if "value" not in spec:
+            raise InvalidArgumentError(
+                f"variable {name!r} is a mapping without a 'value' key; pass "
+                f"{{'value': ..., 'description': ...}} or the plain value."
+            )
+        spec = spec["value"]
+    if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
+        raise InvalidArgumentError(
+            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
+            f"got a {type(spec).__name__}."
+        )
+    return str(spec)
 
 
 def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
@@ -56,7 +76,7 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
         return text
     names: dict[str, str] = {}
     for name, spec in variables.items():
-        value = _value_of(name, spec)
+        value = variable_value(name, spec)
         if value:
             names.setdefault(value, name)
     order = sorted(names, key=lambda v: (-len(v), v))

@@ -6,9 +6,12 @@ from typing import Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .llm._usage import Usage
+
 __all__ = [
     "Action",
     "ActResult",
+    "SavedDownload",
     "ActionMethod",
     "VariableSpec",
     "VariableValue",
@@ -81,6 +84,21 @@ class Action(BaseModel):
     )
 
 
+class SavedDownload(BaseModel):
+    """A file a page downloaded, saved by Stagehand (see ``Stagehand(downloads_dir=...)``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: Where the file is now (inside the downloads folder).
+    path: str
+    #: The name the site proposed (Content-Disposition or the link's ``download`` attribute).
+    suggested_filename: str
+    size: int
+    sha256: str
+    #: The URL the file came from.
+    url: str
+
+
 class ActResult(BaseModel):
     """What ``act()`` did."""
 
@@ -97,6 +115,10 @@ class ActResult(BaseModel):
     #: Seconds spent waiting for the page to render what the instruction names, after the
     #: first read found nothing (0.0 when it was there at once, or the page stood still).
     waited: float = 0.0
+    #: Model usage of this act() call (tokens, ``cost_usd``); zero for an Action run as given.
+    usage: Usage = Field(default_factory=Usage)
+    #: Files the action made the page download, saved in the downloads folder.
+    downloads: list[SavedDownload] = Field(default_factory=list)
 
 
 class VariableSpec(TypedDict, total=False):

@@ -43,13 +43,15 @@ from ._logging import logger
 from ._stagehand import SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
-from ._types import Action, ActResult, Variables
+from ._types import Action, ActResult, SavedDownload, Variables
+from .browser._options import BrowserOptions
 from .llm import Metrics
 from .snapshot._model import Snapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from playwright.sync_api import Page
     from playwright.sync_api import Page as SyncPage
     from playwright.sync_api import Playwright as SyncPlaywright
 
@@ -87,6 +89,8 @@ class Stagehand:
         token_budget: int = 16_000,
         dom_settle_timeout: float = 5.0,
         llm_options: LLMOptions | None = None,
+        follow_new_tabs: bool = True,
+        downloads_dir: str | os.PathLike[str] | None = None,
         _core: AsyncStagehand | None = None,
         _playwright: SyncPlaywright | None = None,
     ) -> None:
@@ -114,6 +118,8 @@ class Stagehand:
                     token_budget=token_budget,
                     dom_settle_timeout=dom_settle_timeout,
                     llm_options=llm_options,
+                    follow_new_tabs=follow_new_tabs,
+                    downloads_dir=downloads_dir,
                 )
 
             _core = run_sync(page, make())
@@ -132,6 +138,7 @@ class Stagehand:
         executable_path: str | None = None,
         args: Sequence[str] = (),
         viewport: dict[str, int] | None = None,
+        browser_options: BrowserOptions | None = None,
         **options: Unpack[StagehandOptions],
     ) -> Stagehand:
         """Start sync Playwright and a local Chromium; see :meth:`stagehand_py.Stagehand.launch`."""
@@ -144,6 +151,7 @@ class Stagehand:
                     executable_path=executable_path,
                     args=args,
                     viewport=viewport,
+                    browser_options=browser_options,
                     _playwright=async_view(playwright),
                     **options,
                 ),
@@ -154,11 +162,21 @@ class Stagehand:
             raise
 
     @classmethod
-    def connect(cls, cdp_url: str, **options: Unpack[StagehandOptions]) -> Stagehand:
-        """Attach to a running Chromium over CDP; see :meth:`stagehand_py.Stagehand.connect`."""
+    def connect(
+        cls,
+        cdp_url: str | None = None,
+        *,
+        ws_endpoint: str | None = None,
+        headers: dict[str, str] | None = None,
+        browser_options: BrowserOptions | None = None,
+        **options: Unpack[StagehandOptions],
+    ) -> Stagehand:
+        """Attach to a browser over CDP or to a Playwright server; see :meth:`stagehand_py.Stagehand.connect`."""
         playwright = _start_sync_playwright("Stagehand.connect()")
         try:
-            core = run_sync(playwright, AsyncStagehand.connect(cdp_url, _playwright=async_view(playwright), **options))
+            core = run_sync(playwright, AsyncStagehand.connect(
+                cdp_url, ws_endpoint=ws_endpoint, headers=headers, browser_options=browser_options,
+                _playwright=async_view(playwright), **options))
             return cls(sync_view(core.page), _core=core, _playwright=playwright)
         except BaseException:
             playwright.stop()
@@ -185,8 +203,36 @@ class Stagehand:
 
     @property
     def page(self) -> SyncPage:
-        """The sync Playwright ``Page`` this Stagehand drives."""
-        return self._page
+        """The sync Playwright ``Page`` this Stagehand drives (it follows new tabs)."""
+        page: SyncPage = sync_view(self._core.page)
+        return page
+
+    @property
+    def pages(self) -> list[Page]:
+        """The open tabs; see :attr:`stagehand_py.Stagehand.pages`."""
+        return [sync_view(page) for page in self._core.pages]
+
+    def switch_to_page(self, page: Page | int) -> None:
+        """Drive another tracked tab; see :meth:`stagehand_py.Stagehand.switch_to_page`."""
+        self._run(self._core.switch_to_page(page if isinstance(page, int) else async_view(page)))
+
+    def new_page(self, url: str | None = None) -> Page:
+        """Open a tab and drive it; see :meth:`stagehand_py.Stagehand.new_page`."""
+        created: Page = sync_view(self._run(self._core.new_page(url)))
+        return created
+
+    def close_page(self, page: Page | int | None = None) -> None:
+        """Close a tracked tab; see :meth:`stagehand_py.Stagehand.close_page`."""
+        self._run(self._core.close_page(page if page is None or isinstance(page, int) else async_view(page)))
+
+    @property
+    def downloads(self) -> list[SavedDownload]:
+        """Files downloaded so far; see :attr:`stagehand_py.Stagehand.downloads`."""
+        return self._core.downloads
+
+    def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Cookies and local storage, saved to ``path`` if given; see :meth:`stagehand_py.Stagehand.save_storage_state`."""
+        return self._run(self._core.save_storage_state(path))
 
     @property
     def metrics(self) -> Metrics:

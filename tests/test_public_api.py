@@ -21,6 +21,10 @@ PACKAGE = Path(stagehand_py.__file__).parent
 TOP_LEVEL = {
     "__version__",
     "Stagehand",
+    "BrowserOptions",
+    "ProxySettings",
+    "Geolocation",
+    "SavedDownload",
     "ModelSpec",
     "StagehandOptions",
     "LLMOptions",

@@ -56,6 +56,9 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "press_keys": "Press keys on the focused element, e.g. 'Enter', 'Escape', 'Control+A'.",
     "wait": "Wait for the page (seconds, at most 10).",
     "screenshot": "Take a screenshot of the viewport; you will see it with the next step.",
+    "list_tabs": "List the open tabs (number, title, URL); a link or button may have opened a new one.",
+    "switch_tab": "Control another open tab, by its number in list_tabs.",
+    "close_tab": "Close a tab (the current one when no number is given); the tab used before it becomes current.",
     "outline": "Show part N of the page outline when the page is longer than one part.",
     "think": "Think without acting: plan, or reconsider after a failure.",
     "save_progress": "Save data collected so far. It is merged into what was saved before: lists are "
@@ -210,7 +213,7 @@ def state_message(
         f"Current tab: {fence.wrap(f'URL: {url}' + chr(10) + f'Title: {title}', 'tab')}",
     ]
     if tabs > 1:
-        lines.append(f"{tabs} tabs are open; you control the first one.")
+        lines.append(f"{tabs} tabs are open (list_tabs shows them; switch_tab changes the one you control).")
     if outline is not None:
         where = ""
         if outline_part is not None and outline_part[1] > 1:

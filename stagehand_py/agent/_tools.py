@@ -8,7 +8,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
@@ -114,6 +114,26 @@ class SaveProgressArgs(_Args):
 
 class FailArgs(_Args):
     reason: str
+
+
+class TabArgs(_Args):
+    index: int = Field(ge=0, description="The tab's number in list_tabs")
+
+
+class CloseTabArgs(_Args):
+    index: int | None = Field(default=None, ge=0, description="The tab's number in list_tabs; the current tab when omitted")
+
+
+@runtime_checkable
+class TabDriver(Protocol):
+    """A driver with tabs (:class:`stagehand_py.Stagehand` is one): what the tab tools need."""
+
+    @property
+    def pages(self) -> list[Any]: ...
+
+    async def switch_to_page(self, page: Any) -> None: ...
+
+    async def close_page(self, page: Any = None) -> None: ...
 
 
 def done_args_model(output_schema: dict[str, Any] | None) -> type[BaseModel]:
@@ -279,6 +299,45 @@ async def _save_progress(run: Run, args: SaveProgressArgs) -> ToolOutcome:
     return ToolOutcome(ok=True, text=f"saved; collected data now has keys {sorted(run.data or {})}")
 
 
+def _tabs_of(run: Run) -> TabDriver:
+    if not isinstance(run.driver, TabDriver):
+        raise InvalidArgumentError(f"this browser driver ({type(run.driver).__name__}) has no tabs to list or switch.")
+    return run.driver
+
+
+#: Longest tab title shown (titles are page text: bounded, like every page text the model reads).
+_TITLE_CHARS = 80
+
+
+async def _list_tabs(run: Run, args: NoArgs) -> ToolOutcome:
+    driver = _tabs_of(run)
+    current = run.driver.page
+    lines = []
+    for index, page in enumerate(driver.pages):
+        title = (await page.title())[:_TITLE_CHARS]
+        lines.append(f"tab {index}{' (current)' if page is current else ''}: {title!r} {page.url}")
+    return ToolOutcome(ok=True, text="\n".join(lines))
+
+
+async def _switch_tab(run: Run, args: TabArgs) -> ToolOutcome:
+    driver = _tabs_of(run)
+    pages = driver.pages
+    if args.index >= len(pages):
+        return ToolOutcome(ok=False, text=f"there is no tab {args.index}; {len(pages)} tab(s) are open")
+    run.check_url_allowed(pages[args.index].url)
+    await driver.switch_to_page(args.index)
+    return ToolOutcome(ok=True, text=f"now on tab {args.index}: {run.driver.page.url}")
+
+
+async def _close_tab(run: Run, args: CloseTabArgs) -> ToolOutcome:
+    driver = _tabs_of(run)
+    pages = driver.pages
+    if args.index is not None and args.index >= len(pages):
+        return ToolOutcome(ok=False, text=f"there is no tab {args.index}; {len(pages)} tab(s) are open")
+    await driver.close_page(args.index)
+    return ToolOutcome(ok=True, text=f"closed; now on {run.driver.page.url} ({len(driver.pages)} tab(s) open)")
+
+
 async def _terminal(run: Run, args: Any) -> ToolOutcome:  # handled by the loop
     return ToolOutcome(ok=True, text="")
 
@@ -295,6 +354,9 @@ def builtin_tools(output_schema: dict[str, Any] | None) -> list[Tool]:
         Tool("press_keys", d["press_keys"], PressKeysArgs, _press),
         Tool("wait", d["wait"], WaitArgs, _wait, browser=False),
         Tool("screenshot", d["screenshot"], NoArgs, _screenshot),
+        Tool("list_tabs", d["list_tabs"], NoArgs, _list_tabs),
+        Tool("switch_tab", d["switch_tab"], TabArgs, _switch_tab),
+        Tool("close_tab", d["close_tab"], CloseTabArgs, _close_tab),
         Tool("outline", d["outline"], OutlineArgs, _outline, browser=False),
         Tool("think", d["think"], ThinkArgs, _think, browser=False),
         Tool("save_progress", d["save_progress"], SaveProgressArgs, _save_progress, browser=False),

@@ -192,9 +192,13 @@ class SampleEvidence:
             return record
 
     def add_json(self, filename: str, data: Any) -> str:
+        return self.add_file(filename, _json_bytes(data))
+
+    def add_file(self, filename: str, data: bytes) -> str:
+        """Keep ``data`` as ``filename`` (made safe; the name it got is returned)."""
         name = safe_component(filename, fallback="file")
         with self._lock:
-            self.files[name] = _json_bytes(data)
+            self.files[name] = bytes(data)
         return name
 
     def write_to(self, store: EvidenceStore) -> None:

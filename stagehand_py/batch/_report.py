@@ -15,7 +15,7 @@ from ._evidence import EvidenceStore, safe_component
 
 __all__ = ["write_combined_csv", "write_report_html", "write_reports"]
 
-_BASE_COLUMNS = ["sample_id", "url", "status", "error", "notes", "screenshots"]
+_BASE_COLUMNS = ["sample_id", "url", "status", "error", "notes", "screenshots", "cost_usd"]
 
 
 #: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets: a page
@@ -42,6 +42,19 @@ def _data_columns(results: list[Mapping[str, Any]]) -> list[str]:
     return list(columns)
 
 
+def _cost(result: Mapping[str, Any]) -> float | None:
+    """The row's model cost in US dollars; empty when unknown (a model without a price)."""
+    cost = (result.get("usage") or {}).get("cost_usd")
+    return cost if isinstance(cost, int | float) else None
+
+
+def _total_cost(rows: list[Mapping[str, Any]]) -> str:
+    costs = [_cost(r) for r in rows]
+    known = sum(c for c in costs if c is not None)
+    unknown = sum(1 for c in costs if c is None)
+    return f"${known:.4f}" + (f" (+{unknown} rows of unknown cost)" if unknown else "")
+
+
 def write_combined_csv(run_dir: Path | str | EvidenceStore, results: Mapping[str, Mapping[str, Any]]) -> Path | str:
     """One row per sample, sorted by sample id; data fields as columns (``data.<name>``), a
     non-dict ``data`` in one ``data`` column; lists and objects JSON-encoded."""
@@ -58,6 +71,7 @@ def write_combined_csv(run_dir: Path | str | EvidenceStore, results: Mapping[str
         row = [
             result["sample_id"], result.get("url"), result["status"], result.get("error"),
             "; ".join(result.get("notes") or []), [s["file"] for s in result.get("screenshots") or []],
+            _cost(result),
         ]
         row += [(data.get(c) if isinstance(data, dict) else None) for c in data_columns]
         row.append(None if isinstance(data, dict) else data)
@@ -90,7 +104,8 @@ def write_report_html(run_dir: Path | str | EvidenceStore, results: Mapping[str,
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{esc(title or store.name)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{esc(title or store.name)}</h1>",
-        '<p class="counts">' + "".join(f"<span>{esc(k)}: <b>{v}</b></span>" for k, v in sorted(counts.items())) + "</p>",
+        '<p class="counts">' + "".join(f"<span>{esc(k)}: <b>{v}</b></span>" for k, v in sorted(counts.items()))
+        + f"<span>model cost: <b>{esc(_total_cost(rows))}</b></span></p>",
         "<table><thead><tr><th>sample</th><th>status</th><th>data</th><th>screenshots</th></tr></thead><tbody>",
     ]
     for result in rows:

@@ -28,6 +28,7 @@ from ._messages import (
     ToolResultPart,
     UserMessage,
 )
+from ._pricing import PRICES_AS_OF, ModelPrice, price_for
 from ._profiles import OutputMode, Profile, ResponseFormat, default_profile, llama_cpp_server_profile
 from ._providers._local import LocalModel, release_local_models
 from ._redact import REDACTED, Redactor
@@ -64,6 +65,9 @@ __all__ = [
     "RetryPolicy",
     "Usage",
     "UsageLimits",
+    "ModelPrice",
+    "PRICES_AS_OF",
+    "price_for",
     "Metrics",
     "Redactor",
     "REDACTED",

@@ -40,6 +40,7 @@ from ._messages import (
     coerce_messages,
     message_text,
 )
+from ._pricing import ModelPrice, price_for
 from ._profiles import OutputMode, Profile, default_profile
 from ._providers._common import HTTPProviderModel, env_var_for
 from ._providers._local import LocalModel
@@ -160,6 +161,7 @@ class LLMClient:
         max_output_tokens: int | None = None,
         temperature: float | None = None,
         choice_mode: bool | None = None,
+        price: ModelPrice | None = None,
     ) -> None:
         if max_reasks < 0:
             raise InvalidArgumentError(f"max_reasks must be 0 or more, not {max_reasks}.")
@@ -185,6 +187,16 @@ class LLMClient:
             raise ConfigurationError(
                 f"model must be a 'provider/model' string or an object with `model_name` and "
                 f"`async def request(request) -> ModelResponse`, not {type(model).__name__}."
+            )
+        if price is not None and not isinstance(price, ModelPrice):
+            raise InvalidArgumentError(f"price must be a stagehand_py.llm.ModelPrice, not {type(price).__name__}.")
+        # The user's price wins over the table; a model string's base_url decides local (free) or unknown.
+        self._price_given = price is not None
+        self._price = price or price_for(self._model_label, base_url=base_url if isinstance(model, str) else None)
+        if usage_limits is not None and usage_limits.max_cost_usd is not None and self._price is None:
+            raise ConfigurationError(
+                f"usage_limits.max_cost_usd needs the price of {self._model_label}, which the price table does not "
+                "list: pass price=ModelPrice(input_per_million=..., output_per_million=...)."
             )
         self._max_reasks = max_reasks
         self._retry = retry_policy or RetryPolicy(max_retries=max_retries)
@@ -231,6 +243,11 @@ class LLMClient:
             return self._choice_mode
         profile = getattr(self._model, "profile", None)
         return bool(getattr(profile, "choice_mode", False))
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """Dollars per million tokens used for ``Usage.cost_usd`` (``None``: unknown)."""
+        return self._price
 
     @property
     def metrics(self) -> Metrics:
@@ -395,7 +412,11 @@ class LLMClient:
     async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
         """One answer from the model: limits, kill switch, retries, capture, usage, log."""
         if self._limits is not None:
-            self._limits.check_before(self._metrics.total, next_input_estimate=_estimate_input(request))
+            estimate = _estimate_input(request)
+            self._limits.check_before(
+                self._metrics.total, next_input_estimate=estimate,
+                next_cost_estimate=None if self._price is None else self._price.cost(input_tokens=estimate, output_tokens=0),
+            )
         model = self._model
         transport = active_transport.get()
         replaying = bool(getattr(transport, "replaying", False))
@@ -450,6 +471,7 @@ class LLMClient:
         usage = response.usage.model_copy(update={
             "requests": max(response.usage.requests, 1),
             "wall_ms": response.usage.wall_ms or (time.perf_counter() - started) * 1000,
+            "cost_usd": self._cost_of(response.usage),
         })
         response = response.model_copy(update={"usage": usage})
         captured.response = response
@@ -457,6 +479,17 @@ class LLMClient:
         if self._log is not None:
             await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
         return response
+
+
+    def _cost_of(self, usage: Usage) -> float | None:
+        # A model object that reports its own bill (set cost_usd explicitly) is believed unless
+        # the user gave a price.
+        if "cost_usd" in usage.model_fields_set and not self._price_given:
+            return usage.cost_usd
+        if self._price is None:
+            return None
+        return self._price.cost(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                                cached_tokens=usage.cached_tokens)
 
 
 def _as_json(value: Any) -> str:

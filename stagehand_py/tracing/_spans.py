@@ -12,10 +12,12 @@ import importlib.util
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._secrets import redact_text
-from .._types import VariableValue
+
+if TYPE_CHECKING:  # _types reaches the LLM layer, which imports this module
+    from .._types import VariableValue
 
 __all__ = [
     "MAX_TEXT_CHARS",

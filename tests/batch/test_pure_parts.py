@@ -21,7 +21,7 @@ from stagehand_py.batch import (
     safe_component,
     samples_from_csv,
 )
-from stagehand_py.batch._report import write_combined_csv
+from stagehand_py.batch._report import write_combined_csv, write_report_html
 
 
 @pytest.mark.parametrize(("raw", "safe"), [
@@ -101,14 +101,18 @@ def test_spec_and_csv_errors(tmp_path: Path) -> None:
 
 def test_combined_csv_sorted_and_json_encoded(tmp_path: Path) -> None:
     results = {
-        "b": {"sample_id": "b", "url": "u", "status": "done", "data": {"n": 1, "tags": ["x", "y"], "obj": {"k": None}}},
+        "b": {"sample_id": "b", "url": "u", "status": "done", "data": {"n": 1, "tags": ["x", "y"], "obj": {"k": None}},
+              "usage": {"cost_usd": 0.0123}},
         "a": {"sample_id": "a", "url": "u", "status": "failed", "data": None, "error": "boom", "notes": ["n1", "n2"]},
         "c": {"sample_id": "c", "url": "u", "status": "done", "data": [1, 2]},
     }
     text = write_combined_csv(tmp_path, results).read_text()
     assert text.splitlines() == [
-        "sample_id,url,status,error,notes,screenshots,data.n,data.tags,data.obj,data",
-        "a,u,failed,boom,n1; n2,[],,,,",
-        'b,u,done,,,[],1,"[""x"", ""y""]","{""k"": null}",',
-        "c,u,done,,,[],,,,\"[1, 2]\"",
+        "sample_id,url,status,error,notes,screenshots,cost_usd,data.n,data.tags,data.obj,data",
+        "a,u,failed,boom,n1; n2,[],,,,,",
+        'b,u,done,,,[],0.0123,1,"[""x"", ""y""]","{""k"": null}",',
+        "c,u,done,,,[],,,,,\"[1, 2]\"",
     ]
+    # The report sums the known costs and says how many rows had none (a model without a price).
+    report = write_report_html(tmp_path, results).read_text()
+    assert "model cost: <b>$0.0123 (+2 rows of unknown cost)</b>" in report

@@ -190,7 +190,7 @@ def test_public_surface_is_pinned() -> None:
         "SystemMessage", "UserMessage", "AssistantMessage", "ToolMessage", "TextPart", "ImagePart",
         "ImageMediaType", "ToolCallPart", "ToolResultPart", "PendingSafetyCheck", "ComputerTool", "ProviderTool",
         "Profile", "OutputMode", "default_profile",
-        "RetryPolicy", "Usage", "UsageLimits", "Metrics", "Redactor", "REDACTED", "CapturedCall",
+        "RetryPolicy", "Usage", "UsageLimits", "ModelPrice", "PRICES_AS_OF", "price_for", "Metrics", "Redactor", "REDACTED", "CapturedCall",
         "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel", "release_local_models",
     }
     assert set(testing.__all__) == {
