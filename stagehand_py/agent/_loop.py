@@ -44,6 +44,7 @@ from .._secrets import redact_text
 from .._types import Action, Variables
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, Usage, UserMessage
 from ..snapshot import ACTIONABLE_ROLES, parse_line
+from ._choice_step import ask_choice_step, uses_choice_step
 from ._domains import DomainGuard
 from ._hygiene import (
     FailureTracker,
@@ -681,12 +682,15 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     finish_only = run.budget.is_last(run.step) or run.stall.force_finish
     offered = toolset.offered(finish_only=finish_only)
     chain = 0 if finish_only else min(run.agent._max_actions, run.budget.remaining(run.step) + 1) - 1
-    answer_model = step_model(offered, extra_fields=mode.extra_step_fields(), more_actions=chain)
-    messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
-    run.last_messages = [_message_record(m) for m in messages]
-
-    generated = await _ask_model(
-        run, state, lambda: _generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step"))
+    if uses_choice_step(run.agent._client, mode.name):  # a small model: it chooses one of the page's actions
+        answer_model = step_model(offered, extra_fields=mode.extra_step_fields())
+        generated = await _ask_model(run, state, lambda: ask_choice_step(run, state, offered, notices, answer_model))
+    else:
+        answer_model = step_model(offered, extra_fields=mode.extra_step_fields(), more_actions=chain)
+        messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
+        run.last_messages = [_message_record(m) for m in messages]
+        generated = await _ask_model(
+            run, state, lambda: _generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step"))
     if generated is None:
         return
     run.usage = run.usage + generated.usage
