@@ -37,7 +37,7 @@ from ..llm._usage import estimate_tokens
 from ..snapshot import parse_outline
 
 if TYPE_CHECKING:
-    from ._loop import PageState, Run
+    from ._run import PageState, Run
 
 __all__ = [
     "CHOICE_STEP_BUDGET",
@@ -232,7 +232,7 @@ async def ask_choice_step(run: Run, state: PageState, offered: Sequence[Any], no
                           answer_model: type[Any]) -> GenerateResult[Any]:
     """One choice step: the model chooses, and the choice comes back as ``answer_model`` (the
     ordinary step answer for the ``offered`` tools), with the usage of every call it took."""
-    client: LLMClient = run.agent._client
+    client: LLMClient = run.client
     fence = Fence()
     names = [t.name for t in offered]
     choices = step_choices(state.outline or "", fence, instruction=run.instruction, offered=names)
