@@ -35,6 +35,7 @@ from .._prompts.common import Fence
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ..snapshot import ACTIONABLE_ROLES, parse_line
 from ..tracing._spans import traced_agent_step
+from ._choice_step import ask_choice_step, uses_choice_step
 from ._judge import evaluate_page
 from ._run import Finished, Mode, PageState, Run, browser_lock
 from ._tools import TERMINAL_TOOLS, Tool, ToolOutcome, ToolSet, step_model
@@ -115,6 +116,8 @@ async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, 
 
 
 async def run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
+    """Step until the run is finished (by a tool, the budget, the clock or the breaker); the
+    result is built once, by :func:`finish`."""
     try:
         while True:
             run.step += 1
@@ -137,6 +140,7 @@ async def run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
 
 
 async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
+    """What every step does whatever the mode: capture, the loop's notices, then the mode's step."""
     await run.emit("step_started", {"max_steps": run.max_steps})
     state = await mode.capture(run)
     fence = Fence()  # a fresh nonce for every request
@@ -153,12 +157,15 @@ async def structured_step(
     finish_only = run.budget.is_last(run.step) or run.stall.force_finish
     offered = toolset.offered(finish_only=finish_only)
     chain = 0 if finish_only else min(run.config.max_actions, run.budget.remaining(run.step) + 1) - 1
-    answer_model = step_model(offered, extra_fields=mode.extra_step_fields(), more_actions=chain)
-    messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
-    run.last_messages = [_message_record(m) for m in messages]
-
-    generated = await ask_model(
-        run, state, lambda: generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step"))
+    if uses_choice_step(run.client, mode.name):  # a small model: it chooses one of the page's actions
+        answer_model = step_model(offered, extra_fields=mode.extra_step_fields())
+        generated = await ask_model(run, state, lambda: ask_choice_step(run, state, offered, notices, answer_model))
+    else:
+        answer_model = step_model(offered, extra_fields=mode.extra_step_fields(), more_actions=chain)
+        messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
+        run.last_messages = [_message_record(m) for m in messages]
+        generated = await ask_model(
+            run, state, lambda: generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step"))
     if generated is None:
         return
     run.usage = run.usage + generated.usage

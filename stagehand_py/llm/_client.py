@@ -33,22 +33,19 @@ from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks
 from ._inference_log import InferenceLog
 from ._messages import (
     AssistantMessage,
-    ImagePart,
     Message,
-    ToolResultPart,
     UserMessage,
     coerce_messages,
-    message_text,
 )
 from ._pricing import ModelPrice, price_for
-from ._profiles import OutputMode, Profile, default_profile
+from ._profiles import OutputMode, Profile, Timing, default_profile
 from ._providers._common import HTTPProviderModel, env_var_for
 from ._providers._local import LocalModel
 from ._redact import Redactor
-from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool
+from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool, estimate_input_tokens
 from ._retry import RetryPolicy, call_with_retries
 from ._structured import InvalidOutput, OutputSpec
-from ._usage import Metrics, Usage, UsageLimits, estimate_tokens
+from ._usage import Metrics, Usage, UsageLimits
 
 __all__ = ["LLMClient", "GenerateResult", "resolve_model"]
 
@@ -58,8 +55,6 @@ M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 _PROVIDERS = ("openai", "anthropic", "local")
-#: An image costs roughly this many input tokens; only used to estimate against limits.
-_IMAGE_TOKEN_ESTIMATE = 1000
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ def resolve_model(
     *,
     api_key: str | None,
     base_url: str | None,
-    timeout: float,
+    timeout: float | None,
     profile: Profile | None,
     output_mode: OutputMode | None,
     http_client: httpx2.AsyncClient | None,
@@ -113,7 +108,7 @@ def resolve_model(
                 f"{model!r} runs in this process: api_key=, base_url= and http_client= do not apply. For a "
                 "llama.cpp server use 'openai/<name>' with base_url= and profile=llama_cpp_server_profile()."
             )
-        return LocalModel(name, profile=chosen)
+        return LocalModel(name, profile=chosen, timeout=timeout)
     env_var = env_var_for(provider)
     key = api_key or environ.get(env_var)
     if not key:
@@ -151,9 +146,9 @@ class LLMClient:
         output_mode: OutputMode | None = None,
         profile: Profile | None = None,
         max_reasks: int = 2,
-        max_retries: int = 3,
+        max_retries: int | None = None,
         retry_policy: RetryPolicy | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         usage_limits: UsageLimits | None = None,
         inference_log_dir: str | os.PathLike[str] | None = None,
         secrets: Iterable[str] = (),
@@ -165,8 +160,9 @@ class LLMClient:
     ) -> None:
         if max_reasks < 0:
             raise InvalidArgumentError(f"max_reasks must be 0 or more, not {max_reasks}.")
-        if timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be a positive number of seconds, not {timeout}.")
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds (or None: from the model's "
+                                       f"profile), not {timeout}.")
         if isinstance(model, str):
             self._model: LanguageModel = resolve_model(
                 model, api_key=api_key, base_url=base_url, timeout=timeout, profile=profile,
@@ -199,6 +195,9 @@ class LLMClient:
                 "list: pass price=ModelPrice(input_per_million=..., output_per_million=...)."
             )
         self._max_reasks = max_reasks
+        if max_retries is None:  # the model's profile knows whether repeating a request is worth it
+            timing = getattr(getattr(self._model, "profile", None), "timing", None)
+            max_retries = timing.max_retries if isinstance(timing, Timing) else RetryPolicy().max_retries
         self._retry = retry_policy or RetryPolicy(max_retries=max_retries)
         self._limits = usage_limits
         self._log = InferenceLog(inference_log_dir) if inference_log_dir is not None else None
@@ -412,7 +411,7 @@ class LLMClient:
     async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
         """One answer from the model: limits, kill switch, retries, capture, usage, log."""
         if self._limits is not None:
-            estimate = _estimate_input(request)
+            estimate = estimate_input_tokens(request)
             self._limits.check_before(
                 self._metrics.total, next_input_estimate=estimate,
                 next_cost_estimate=None if self._price is None else self._price.cost(input_tokens=estimate, output_tokens=0),
@@ -506,15 +505,3 @@ def _raw_text(response: ModelResponse) -> str | None:
     if isinstance(response.output, BaseModel):
         return response.output.model_dump_json()
     return json.dumps(response.output, default=str)
-
-
-def _estimate_input(request: LLMRequest) -> int:
-    tokens = sum(estimate_tokens(message_text(m)) for m in request.messages)
-    tokens += _IMAGE_TOKEN_ESTIMATE * sum(
-        1 if isinstance(p, ImagePart) else len(p.images)
-        for m in request.messages for p in m.content if isinstance(p, ImagePart | ToolResultPart)
-    )
-    if request.output_schema is not None:
-        tokens += estimate_tokens(json.dumps(request.output_schema))
-    return tokens
-
