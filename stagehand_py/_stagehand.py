@@ -19,6 +19,7 @@ from ._operations import act as _act
 from ._operations import extract as _extract
 from ._operations import observe as _observe
 from ._operations._context import OperationContext
+from ._secrets import variable_value
 from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._cdp import PageTargets
 from .browser._options import BrowserOptions
@@ -418,13 +419,26 @@ class Stagehand:
             await install_page_helpers(self._page)
             self._helpers_installed = True
 
+    def _remember_variables(self, variables: Variables) -> None:
+        """Keep every value this Stagehand was given, for redaction in later calls too. A name
+        given again with another value keeps the earlier value as ``<name>_was<n>``: the page
+        may still show it, and it must stay as hidden as the new one."""
+        for name, spec in variables.items():
+            earlier = self._known_variables.get(name)
+            if earlier is not None and variable_value(name, earlier) != variable_value(name, spec):
+                n = 1
+                while f"{name}_was{n}" in self._known_variables:
+                    n += 1
+                self._known_variables[f"{name}_was{n}"] = earlier
+            self._known_variables[name] = spec
+
     def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
         self._follow_tab()  # an operation runs on the tab driven now
         # Computed once per call (names checked before anything else happens); every prompt of
         # the call, heal included, uses these.
         descriptions = placeholder_descriptions(variables) if variables else {}
         if variables:
-            self._known_variables.update(variables)
+            self._remember_variables(variables)
         return OperationContext(
             page=self._page,
             snapshot=self.snapshot,
