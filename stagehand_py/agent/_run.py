@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from .._actions import placeholder_descriptions, secret_values
 from .._errors import ActionFailedError, InvalidArgumentError
 from .._secrets import redact_text
-from .._types import Action, Variables
+from .._types import Action, ActResult, Variables
 from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
 from ..llm import LLMClient, Usage
 from ._config import AgentConfig
@@ -209,10 +209,11 @@ class Run:
             return ""
         return self.redact(self.snapshot.line_for(element_id.strip("[] ")) or "")
 
-    async def execute_action(self, action: Action) -> None:
+    async def execute_action(self, action: Action) -> ActResult:
         result = await self.driver.act(action, variables=self.variables or None)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)
+        return result
 
     def check_url_allowed(self, url: str) -> None:
         if self.guard is not None and not self.guard.allows(url):

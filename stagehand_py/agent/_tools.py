@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from .._errors import InvalidArgumentError
 from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
-from .._types import Action, ActionMethod
+from .._types import Action, ActionMethod, ActResult
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -204,12 +204,20 @@ async def _act(run: Run, args: ActArgs) -> ToolOutcome:
         xpath = run.xpath_for(args.element_id)
         action = Action(selector=f"xpath={xpath}", method=args.method, arguments=list(args.arguments),
                         description=run.line_for(args.element_id))
-        await run.execute_action(action)
-        return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done.")
+        result = await run.execute_action(action)
+        return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done." + _downloads_note(run, result))
     if args.instruction:
         result = await run.driver.act(args.instruction, variables=run.variables)
-        return ToolOutcome(ok=bool(result.success), text=result.message)
+        return ToolOutcome(ok=bool(result.success), text=result.message + _downloads_note(run, result))
     raise InvalidArgumentError("act needs element_id (from the outline) or an instruction.")
+
+
+def _downloads_note(run: Run, result: ActResult) -> str:
+    """What the action made the page download, so the model knows the file arrived."""
+    if not result.downloads:
+        return ""
+    files = "; ".join(f"{d.suggested_filename} ({d.size} bytes, sha256 {d.sha256[:12]})" for d in result.downloads)
+    return " " + run.redact(f"Downloaded: {files}.")
 
 
 async def _fill_form(run: Run, args: FillFormArgs) -> ToolOutcome:
