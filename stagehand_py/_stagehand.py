@@ -419,8 +419,10 @@ class Stagehand:
 
     def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
         self._follow_tab()  # an operation runs on the tab driven now
+        # Computed once per call (names checked before anything else happens); every prompt of
+        # the call, heal included, uses these.
+        descriptions = placeholder_descriptions(variables) if variables else {}
         if variables:
-            placeholder_descriptions(variables)  # names checked before anything else happens
             self._known_variables.update(variables)
         return OperationContext(
             page=self._page,
@@ -432,6 +434,7 @@ class Stagehand:
             self_heal=self._self_heal,
             cache=self._cache,
             known_variables=self._known_variables,
+            variable_descriptions=descriptions,
             identities=self._identities,
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
@@ -476,7 +479,7 @@ class Stagehand:
         instruction = _check_instruction("observe", instruction, required=False)
         ctx = self._context(variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
-            ctx, instruction, variables=placeholder_descriptions(variables), selector=selector,
+            ctx, instruction, variables=ctx.variable_descriptions, selector=selector,
             ignore_selectors=list(ignore_selectors), vision=vision,
         ))
 

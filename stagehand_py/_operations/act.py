@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .._actions import placeholder_descriptions
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence
 from .._types import Action, ActResult, VariableValue
@@ -88,7 +87,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
 async def act_instruction(ctx: OperationContext, instruction: str, variables: Mapping[str, VariableValue],
                           vision: VisionMode = "auto") -> ActResult:
     check_vision(vision, "act")
-    descriptions = placeholder_descriptions(variables)
+    descriptions = ctx.variable_descriptions
     key = None
     if ctx.cache is not None:
         key = ctx.cache.key("act", instruction, ctx.page.url, descriptions)

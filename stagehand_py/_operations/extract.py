@@ -33,6 +33,7 @@ from .._prompts.extract import (
     extract_system,
     extract_user,
 )
+from .._util import deep_merge, deref, pop_defs, schema_dict
 from ..llm import ImagePart
 from ..llm._structured import check_json_schema, validation_errors
 from ..snapshot import Snapshot
@@ -60,7 +61,7 @@ _DEFAULT_SCHEMA: dict[str, Any] = {
 def user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
     """The JSON Schema of ``schema`` and the pydantic class when there is one; InvalidSchemaError otherwise."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema.model_json_schema(), schema
+        return schema_dict(schema), schema
     if isinstance(schema, dict):
         check_json_schema(schema, what="extract(schema=...)")
         return copy.deepcopy(schema), None
@@ -102,8 +103,7 @@ def to_wire_schema(schema: dict[str, Any], *, partial: bool = False) -> dict[str
     data = _to_ids(copy.deepcopy(schema))
     if partial:
         data = _relax(data)
-    defs = data.pop("$defs", None)
-    legacy_defs = data.pop("definitions", None)
+    defs = pop_defs(data)
     if "$ref" not in data:
         data.setdefault("description", DATA_DESCRIPTION)
     wire: dict[str, Any] = {
@@ -111,31 +111,18 @@ def to_wire_schema(schema: dict[str, Any], *, partial: bool = False) -> dict[str
         "properties": {"data": data, "instruction_satisfied": {"type": "boolean", "description": SATISFIED_DESCRIPTION}},
         "required": ["data", "instruction_satisfied"],
         "additionalProperties": False,
+        **defs,
     }
-    if defs is not None:
-        wire["$defs"] = defs
-    if legacy_defs is not None:
-        wire["definitions"] = legacy_defs
     return wire
-
-
-def _resolve(node: Any, root: dict[str, Any]) -> Any:
-    seen = 0
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and seen < 32:
-        target: Any = root
-        for part in node["$ref"][2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
-        node, seen = target, seen + 1
-    return node
 
 
 def map_urls(data: Any, schema: Any, root: dict[str, Any], lookup: Callable[[str], str | None],
              problems: list[str], path: str = "data") -> Any:
     """``data`` with every URL field's element id replaced by ``lookup(id)``; problems collected."""
-    node = _resolve(schema, root)
+    node = deref(schema, root)
     if not isinstance(node, dict):
         return data
-    if isinstance(data, str) and (_is_url(node) or any(_is_url(_resolve(b, root)) for b in node.get("anyOf", []) + node.get("oneOf", []))):
+    if isinstance(data, str) and (_is_url(node) or any(_is_url(deref(b, root)) for b in node.get("anyOf", []) + node.get("oneOf", []))):
         url = lookup(data)
         if url is None:
             problems.append(f"{path}: {data!r} is not the id of a link in the outline; give the id of the link "
@@ -154,15 +141,15 @@ def map_urls(data: Any, schema: Any, root: dict[str, Any], lookup: Callable[[str
             out = map_urls(out, branch, root, lookup, problems, path)
         if not props:
             for branch in node.get("anyOf", []) + node.get("oneOf", []):
-                if isinstance(_resolve(branch, root), dict) and _resolve(branch, root).get("properties"):
+                if isinstance(deref(branch, root), dict) and deref(branch, root).get("properties"):
                     return map_urls(out, branch, root, lookup, problems, path)
         return out
     if isinstance(data, list):
         items = node.get("items")
         if items is None:
             for branch in node.get("anyOf", []) + node.get("oneOf", []):
-                if isinstance(_resolve(branch, root), dict) and "items" in _resolve(branch, root):
-                    items = _resolve(branch, root)["items"]
+                if isinstance(deref(branch, root), dict) and "items" in deref(branch, root):
+                    items = deref(branch, root)["items"]
                     break
         if isinstance(items, dict):
             return [map_urls(v, items, root, lookup, problems, f"{path}[{i}]") for i, v in enumerate(data)]
@@ -175,18 +162,15 @@ def _empty(value: Any) -> bool:
 
 def merge(a: Any, b: Any, *, join_strings: bool = False) -> Any:
     """Merge two partial extractions (see the module docstring)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = dict(a)
-        for key, value in b.items():
-            out[key] = merge(a[key], value, join_strings=join_strings) if key in a else value
-        return out
-    if isinstance(a, list) and isinstance(b, list):
-        return a + [item for item in b if item not in a]
-    if _empty(a):
-        return b
-    if join_strings and isinstance(a, str) and isinstance(b, str) and b and b not in a:
-        return f"{a}\n{b}"
-    return a
+
+    def first_found(x: Any, y: Any) -> Any:
+        if _empty(x):
+            return y
+        if join_strings and isinstance(x, str) and isinstance(y, str) and y and y not in x:
+            return f"{x}\n{y}"
+        return x
+
+    return deep_merge(a, b, lists="union", values=first_found)
 
 
 # --- the operation ---------------------------------------------------------------------------

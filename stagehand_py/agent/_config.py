@@ -32,7 +32,7 @@ class AgentConfig:
     - ``model``: the agent's model (default: the Stagehand's); ``fallback_model`` gets one
       attempt when the primary's retries are exhausted on a rate limit, server or connection
       error, and is preferred for the final consolidation when the primary's last call failed.
-    - ``system_prompt``: extra instructions; ``tools``: typed Python functions or :class:`Tool`\\ s.
+    - ``system_prompt``: extra instructions; ``tools``: typed Python functions or :class:`Tool` objects.
     - ``mode``: ``"dom"`` (the outline, element ids) or ``"cua"`` (screenshots, coordinates;
       ``cua_screen`` is the screenshot size the model sees; ``on_safety_check`` decides the
       model's safety checks).

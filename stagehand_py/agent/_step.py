@@ -114,6 +114,8 @@ async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, 
 
 
 async def run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
+    """Step until the run is finished (by a tool, the budget, the clock or the breaker); the
+    result is built once, by :func:`finish`."""
     try:
         while True:
             run.step += 1
@@ -136,6 +138,7 @@ async def run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
 
 
 async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
+    """What every step does whatever the mode: capture, the loop's notices, then the mode's step."""
     await run.emit("step_started", {"max_steps": run.max_steps})
     state = await mode.capture(run)
     fence = Fence()  # a fresh nonce for every request

@@ -343,6 +343,9 @@ async def _terminal(run: Run, args: Any) -> ToolOutcome:  # handled by the loop
 
 
 def builtin_tools(output_schema: dict[str, Any] | None) -> list[Tool]:
+    """The DOM mode's tools. A new one (e.g. tab tools) is an args model, an async
+    ``(run, args) -> ToolOutcome`` function reaching the browser through ``run.driver``, a
+    description in ``_prompts.agent.TOOL_DESCRIPTIONS`` and an entry here."""
     d = TOOL_DESCRIPTIONS
     return [
         Tool("act", d["act"], ActArgs, _act),

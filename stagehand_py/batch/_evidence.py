@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+
+from .._util import write_bytes_atomic as atomic_write_bytes
+from .._util import write_json_atomic as atomic_write_json
 
 __all__ = ["safe_component", "atomic_write_bytes", "atomic_write_json", "SampleEvidence", "sha256_file"]
 
@@ -35,25 +36,6 @@ def _inside(root: Path, path: Path) -> Path:
     if not resolved.is_relative_to(root.resolve()):
         raise ValueError(f"refusing to write {path}: it is outside {root}")
     return resolved
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, flush it to disk, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
 
 
 def sha256_file(path: Path) -> str:
