@@ -26,7 +26,7 @@ need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
 ldconfig -p 2>/dev/null | grep -q 'libgomp.so.1' || need_apt+=(libgomp1)
-ls -d /usr/share/doc/python3*/html >/dev/null 2>&1 || need_apt+=(python3-doc)
+[ -f /usr/share/doc/python3-doc/html/library/stdtypes.html ] || need_apt+=(python3-doc)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${need_apt[*]}" >&2
     as_root apt-get update -qq
