@@ -37,7 +37,9 @@ from playwright.async_api import async_playwright  # noqa: E402
 
 DOCS_CANDIDATES = [Path("/usr/share/doc/python3-doc/html"), *Path("/usr/share/doc").glob("python3*/html")]
 TS_VERSION = "3.7.3"
-TS_DIR = REPO / ".bench" / "ts-stagehand"
+# TS Stagehand lives in a scratch folder outside the repo (node_modules never near our tree):
+# --ts-dir, else $STAGEHAND_TS_DIR, else this user cache folder.
+TS_DIR = Path(os.environ.get("STAGEHAND_TS_DIR") or Path.home() / ".cache" / "stagehand_py" / "ts-stagehand")
 TS_SCRIPT = HERE / "ts_snapshot.mjs"
 
 # name -> path under the Python docs, "django" for the admin changelist, "assets:<path>" for a
@@ -429,17 +431,22 @@ async def _guard(engine: str, coro: Awaitable[Result]) -> Result:
 
 
 def main() -> None:
-    global CALL_TIMEOUT
+    global CALL_TIMEOUT, TS_DIR
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", default=",".join(PAGES), help=f"comma list of {', '.join(PAGES)}")
     parser.add_argument("--runs", type=int, default=5, help="warm calls per engine and page")
     parser.add_argument("--skip-ts", action="store_true", help="do not run TS Stagehand")
     parser.add_argument("--skip-ours", action="store_true", help="do not run stagehand_py")
+    parser.add_argument("--ts-dir", type=Path, default=TS_DIR,
+                        help="scratch folder (outside the repo) holding or receiving TS Stagehand (default %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write the raw timings here")
     parser.add_argument("--timeout", type=float, default=CALL_TIMEOUT,
                         help="seconds one snapshot call may take (default %(default)s)")
     opts = parser.parse_args()
     CALL_TIMEOUT = opts.timeout
+    TS_DIR = opts.ts_dir.expanduser().resolve()
+    if TS_DIR.is_relative_to(REPO):
+        parser.error(f"--ts-dir must be outside the repository ({REPO}): npm would put node_modules in our tree")
     asyncio.run(run(opts))
 
 

@@ -93,14 +93,18 @@ async def measure_dom_confidence(page: Any) -> DomConfidence:
     return parse_confidence(value)
 
 
-async def measure_over_cdp(session: Any, *, object_id: str | None = None) -> DomConfidence:
+async def measure_over_cdp(session: Any, *, object_id: str | None = None, context: int | None = None) -> DomConfidence:
     """Measure over a CDP session: the main frame's document, or the element ``object_id`` names.
 
+    ``context``: the execution context to measure the document in (the snapshot passes its own
+    isolated world, so a page that overrides the DOM's built-ins cannot forge the score; an
+    ``object_id`` from that world runs there too).
     """
     if object_id is None:
-        reply = await session.send(
-            "Runtime.evaluate", {"expression": "(" + confidence_function() + ").call(document)", "returnByValue": True}
-        )
+        params: dict[str, Any] = {"expression": "(" + confidence_function() + ").call(document)", "returnByValue": True}
+        if context is not None:
+            params["contextId"] = context
+        reply = await session.send("Runtime.evaluate", params)
     else:
         reply = await session.send(
             "Runtime.callFunctionOn", {"functionDeclaration": confidence_function(), "objectId": object_id, "returnByValue": True}

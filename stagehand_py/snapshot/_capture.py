@@ -9,9 +9,13 @@ see nor tamper with any of it. Python stitches the frames under their iframe lin
 the outline (``_outline.py``).
 
 CDP is used only for what the page cannot tell: the frames and their owners, and closed shadow
-roots that existed before we arrived. Those are found once per document with
-``DOM.getDocument(pierce=true)`` and handed to the walker (and to the action resolver), and looked
-for again when a custom element without a visible root appears.
+roots that existed before we arrived. Those are found with ``DOM.getDocument(pierce=true)`` and
+handed to the walker (and to the action resolver). That call moves the whole DOM (megabytes on a
+big page, several times the walk's cost), so it is made only where the walker saw a possible host
+of a closed root: on a document's first walk, and again when a new one appears (see
+``_walker.js``: custom elements, and standard elements whose rendering does not match their light
+DOM). A warm snapshot is two round trips per target: the frame tree, then the walks (the world's
+execution context is kept per document).
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from .._actions._resolve import closed_root_recorder
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
@@ -35,6 +41,8 @@ from ._outline import TARGET_INFO_KEY, ElementInfo, build_outline
 
 __all__ = ["EngineMemory", "FrameOrdinals", "capture_snapshot", "element_backend_ids"]
 
+T = TypeVar("T")
+
 _GROUP = "stagehand-snapshot"
 #: The isolated world's name: Chrome gives every caller asking for it in a frame the same world.
 _WORLD = "stagehand_py"
@@ -44,6 +52,14 @@ _FRAME_TAGS = ("iframe", "frame")
 _PARTIAL_DEPTH = 100
 #: The walker's store in our world (created by the walker or by whichever call comes first).
 _STORE_KEY = "__stagehand_py_store__"
+#: The sessions in which this capture made remote objects (our object group to release at the end).
+_TOUCHED: ContextVar[dict[int, CDPSession]] = ContextVar("stagehand_snapshot_touched")
+
+
+def _touch(session: CDPSession) -> None:
+    touched = _TOUCHED.get(None)
+    if touched is not None:
+        touched[id(session)] = session
 
 
 #: The store our world keeps per document: node ids (and nodes by id), closed roots found over
@@ -150,9 +166,35 @@ async def _frames_of(session: CDPSession) -> list[_Frame]:
     return out
 
 
-async def _enter_world(frame: _Frame) -> None:
+async def _enter_world(frame: _Frame, memory: EngineMemory | None = None) -> None:
+    """Our world's execution context in the frame's document: the one kept for that document
+    when there is one (a round trip saved per frame), else a new one (Chrome hands every caller
+    asking by name the same world)."""
+    key = (id(frame.session), frame.frame_id, frame.loader_id)
+    if memory is not None and key in memory.worlds:
+        frame.context = memory.worlds[key]
+        return
     reply = await frame.session.send("Page.createIsolatedWorld", {"frameId": frame.frame_id, "worldName": _WORLD})
     frame.context = reply["executionContextId"]
+    if memory is not None:
+        memory.worlds[key] = frame.context
+
+
+def _is_lost_context(exc: CDPError) -> bool:
+    return "context with specified id" in str(exc).lower() or "cannot find context" in str(exc).lower()
+
+
+async def _in_world(frame: _Frame, memory: EngineMemory, call: Callable[[], Awaitable[T]]) -> T:
+    """Run ``call`` in the frame's world; if the kept context is gone (the document replaced its
+    world), make it again and retry once."""
+    try:
+        return await call()
+    except CDPError as exc:
+        if not _is_lost_context(exc):
+            raise
+    memory.worlds.pop((id(frame.session), frame.frame_id, frame.loader_id), None)
+    await _enter_world(frame, memory)
+    return await call()
 
 
 def _reply_value(reply: dict[str, Any], what: str) -> Any:
@@ -170,25 +212,37 @@ class EngineMemory:
     iframe elements were marked with their frame. Kept by the Stagehand for its page."""
 
     def __init__(self) -> None:
-        self.scanned: set[tuple[str, str]] = set()  # (frame id, loader id)
+        self.scanned: set[tuple[str, str]] = set()  # (frame id, loader id): closed roots looked for (or none possible)
         self.marked: set[tuple[str, str, str]] = set()  # (parent frame id, its loader id, child frame id)
+        self.worlds: dict[tuple[int, str, str], int] = {}  # (session, frame id, loader id) -> our world's context
 
     def forget(self, frame: _Frame) -> None:
         """The frame's document is new to our world after all (its store was fresh)."""
         self.scanned.discard((frame.frame_id, frame.loader_id))
         self.marked = {m for m in self.marked if m[:2] != (frame.frame_id, frame.loader_id)}
 
+    def walked(self, frames: list[_Frame]) -> None:
+        """Forget the worlds of documents that are gone (the frames not in this walk)."""
+        live = {(id(f.session), f.frame_id, f.loader_id) for f in frames}
+        for key in [k for k in self.worlds if k not in live]:
+            del self.worlds[key]
 
-async def _walk_frame(frame: _Frame, *, after_scan: bool) -> None:
-    reply = await frame.session.send(
-        "Runtime.evaluate",
-        {"expression": f"({_walker_source()}).call(document, {json.dumps(after_scan)})", "contextId": frame.context, "returnByValue": True},
-    )
-    frame.walk = loads_json(_reply_value(reply, "walker") or "[{}, []]")
+
+async def _walk_frame(frame: _Frame, memory: EngineMemory, *, first: bool) -> None:
+    """Walk the frame's document; ``first``: its first walk (the walker notes that the closed-root
+    decision is made for it, so later walks report only new possible hosts)."""
+    async def walk() -> dict[str, Any]:
+        return await frame.session.send(
+            "Runtime.evaluate",
+            {"expression": f"({_walker_source()}).call(document, {json.dumps(first)})", "contextId": frame.context, "returnByValue": True},
+        )
+
+    frame.walk = loads_json(_reply_value(await _in_world(frame, memory, walk), "walker") or "[{}, []]")
 
 
 async def _call_on_node(session: CDPSession, backend_node_id: int, context: int, function: str, *args: Any) -> Any:
     """Run ``function`` with ``this`` = the node, in our world (``context``)."""
+    _touch(session)
     resolved = await session.send("DOM.resolveNode", {"backendNodeId": backend_node_id, "executionContextId": context, "objectGroup": _GROUP})
     reply = await session.send(
         "Runtime.callFunctionOn",
@@ -197,11 +251,12 @@ async def _call_on_node(session: CDPSession, backend_node_id: int, context: int,
     return _reply_value(reply, "helper")
 
 
-async def _mark_owner(frame: _Frame, parent: _Frame) -> bool:
+async def _mark_owner(frame: _Frame, parent: _Frame, memory: EngineMemory) -> bool:
     """Tell the parent frame's walker which iframe element shows ``frame``."""
     try:
         owner = await parent.session.send("DOM.getFrameOwner", {"frameId": frame.frame_id})
-        await _call_on_node(parent.session, owner["backendNodeId"], parent.context, _MARK_FRAME_JS, frame.frame_id)
+        await _in_world(parent, memory, lambda: _call_on_node(parent.session, owner["backendNodeId"], parent.context,
+                                                              _MARK_FRAME_JS, frame.frame_id))
         return True
     except (CDPError, PageClosedError, SnapshotError) as exc:  # detached or navigating meanwhile: an empty iframe line
         logger.debug("frame %s has no owner to mark: %s", frame.frame_id, exc)
@@ -306,6 +361,7 @@ async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: 
         frame = frames.get(frame_id)
         if frame is None:
             return
+        _touch(session)
         try:
             resolved = await session.send("DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": _GROUP})
             await asyncio.gather(
@@ -377,7 +433,7 @@ async def _mark_new_owners(frame_list: list[_Frame], frames: dict[str, _Frame], 
         parent = frames.get(frame.parent_id or "")
         if parent is not None and (parent.frame_id, parent.loader_id, frame.frame_id) not in memory.marked:
             todo.append((frame, parent))
-    done = await asyncio.gather(*(_mark_owner(f, p) for f, p in todo))
+    done = await asyncio.gather(*(_mark_owner(f, p, memory) for f, p in todo))
     memory.marked.update((p.frame_id, p.loader_id, f.frame_id) for (f, p), ok in zip(todo, done, strict=True) if ok)
 
 
@@ -396,35 +452,34 @@ async def _walk_all(targets: PageTargets, memory: EngineMemory) -> tuple[dict[st
         for frame in found:
             frames.setdefault(frame.frame_id, frame)
     main_id = roots[0].frame_id
-    entered = await asyncio.gather(*(_enter_world(f) for f in frames.values()), return_exceptions=True)
+    entered = await asyncio.gather(*(_enter_world(f, memory) for f in frames.values()), return_exceptions=True)
     for frame, outcome in zip(list(frames.values()), entered, strict=True):
         if isinstance(outcome, BaseException):
             if frame.frame_id == main_id:
                 raise outcome
             del frames[frame.frame_id]
     frame_list = list(frames.values())
+    memory.walked(frame_list)
     await _mark_new_owners(frame_list, frames, memory)
-    # A document new to us: look for its closed shadow roots over CDP while it is walked.
     new = [f for f in frame_list if (f.frame_id, f.loader_id) not in memory.scanned]
-    walks = asyncio.gather(*(_walk_frame(f, after_scan=f in new) for f in frame_list), return_exceptions=True)
-    with_roots, walked = await asyncio.gather(_scan(new, roots, frames), walks)
+    walked = await asyncio.gather(*(_walk_frame(f, memory, first=f in new) for f in frame_list), return_exceptions=True)
     _raise_for_main(frame_list, walked, main_id)
     memory.scanned.update((f.frame_id, f.loader_id) for f in new)
-    # Our world's store was fresh where we thought we knew the document: mark and look again.
+    # Our world's store was fresh where we thought we knew the document: mark again, and treat
+    # it as a first walk.
     lost = [f for f in frame_list if f not in new and f.walk and not f.walk[0].get("scanned")]
     for frame in lost:
         memory.forget(frame)
+        memory.scanned.add((frame.frame_id, frame.loader_id))
     if lost:
         await _mark_new_owners(frame_list, frames, memory)
-        with_roots |= await _scan(lost, roots, frames)
-    # Closed roots handed over after the walk started, or a custom element (which may hold one)
-    # that appeared since we looked: walk those frames again, with the roots.
-    again = [f for f in frame_list if f.walk and f.walk[0].get("rescan")]
-    if again:
-        with_roots |= await _scan(again, roots, frames)
+    # Look for closed shadow roots where the walker saw a possible host: anywhere in a document
+    # walked for the first time, or one new since the last look.
+    look = [f for f in frame_list if f.walk and f.walk[0].get("hosts" if f in new or f in lost else "rescan")]
+    with_roots = await _scan(look, roots, frames) if look else set()
     redo = [f for f in frame_list if f.frame_id in with_roots or f in lost]
     if redo:
-        await asyncio.gather(*(_walk_frame(f, after_scan=False) for f in redo))
+        await asyncio.gather(*(_walk_frame(f, memory, first=f in lost) for f in redo))
     return frames, main_id
 
 
@@ -469,28 +524,32 @@ async def capture_snapshot(
     """
     started = time.perf_counter()
     main = targets.main
-    sessions_used = [main]
+    touched: dict[int, CDPSession] = {}
+    token = _TOUCHED.set(touched)
     scope_object: str | None = None
     dom_confidence: float | None = None
     try:
         frames, main_id = await _walk_all(targets, memory if memory is not None else EngineMemory())
-        sessions_used = list({id(f.session): f.session for f in frames.values()}.values())
         documents = _stitch(frames, main_id)
         root: dict[str, Any] = documents[main_id]
         root_xpath = ""
         base_url = root.get("baseURL") or root.get("documentURL") or ""
         info: dict[int, ElementInfo] = root[TARGET_INFO_KEY]
         if selector is not None:
+            _touch(main)
             scope_object = await _locate(main, selector, frames[main_id].context)
             root, root_xpath, base_url, info = await _scoped(main, scope_object, documents)
         if confidence:
-            dom_confidence = (await measure_over_cdp(main, object_id=scope_object)).score
+            dom_confidence = (await measure_over_cdp(main, object_id=scope_object, context=frames[main_id].context)).score
     except BaseException:
         # Cancelled (a timeout: the page may be stuck) or failed: free our objects without
         # waiting for a renderer that may not answer for a long time.
-        _release_later(sessions_used)
+        _release_later(list(touched.values()))
         raise
-    await asyncio.gather(*(_release(s) for s in sessions_used))
+    finally:
+        _TOUCHED.reset(token)
+    # Only where objects were made: a warm snapshot makes none (its walks return by value).
+    await asyncio.gather(*(_release(s) for s in touched.values()))
     result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
     logger.debug("snapshot: %d frames, %d lines, %d chars in %.0f ms", len(frames), result.tree.count("\n") + 1,
                  len(result.tree), (time.perf_counter() - started) * 1000)

@@ -2,9 +2,9 @@
 // cannot see or reach: its prototypes, JSON and globals are not the page's, so a page that
 // overrides Element.prototype methods or JSON.stringify cannot forge a line).
 //
-// Called with `this` = a Document, a ShadowRoot or an Element, and `afterScan` (true when the
-// Python side is looking for the document's closed shadow roots over CDP meanwhile: the walk
-// after that one will not ask again for the custom elements seen now). Frames are not entered:
+// Called with `this` = a Document, a ShadowRoot or an Element, and `afterScan` (true on the
+// document's first walk: the Python side then decides whether to look for its closed shadow
+// roots over CDP, and later walks ask again only for possible hosts that are new). Frames are not entered:
 // each frame's document gets its own call, and the Python side stitches them under the iframe
 // lines (it marks each iframe element with its frame id beforehand, store.frames).
 //
@@ -42,7 +42,19 @@ function (afterScan) {
   const XPATH_NONBLANK = /[^ \t\n\r]/;
   const SKIP = new Set(['head', 'script', 'style', 'noscript', 'template', 'meta', 'link', 'title', 'base']);
   const XHTML = 'http://www.w3.org/1999/xhtml';
-  let rescan = 0;
+  // Possible hosts of a closed shadow root we cannot see from here: custom elements, and the
+  // standard elements that may carry a shadow root when what renders does not match their light
+  // DOM (one without child nodes that has a box, or one whose children are not rendered though
+  // styled to be). Not seen: a root on a standard element holding only out-of-flow content.
+  // The Python side looks for closed roots over CDP (costly on big pages) only when there are some.
+  const HOST_TAGS = new Set(['article', 'aside', 'blockquote', 'body', 'div', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5',
+                             'h6', 'header', 'main', 'nav', 'p', 'section', 'span']);
+  let hosts = 0;
+  const possibleHost = (el) => {
+    if (store.seen.has(el)) return;
+    store.seen.add(el);
+    hosts++;
+  };
   // A lone surrogate (a broken half of an emoji) is not text any parser downstream accepts:
   // repair it to U+FFFD here, before anything parses it.
   const wellFormed = (s) => (typeof s === 'string' && !s.isWellFormed() ? s.toWellFormed() : s);
@@ -118,7 +130,7 @@ function (afterScan) {
     return n;
   };
 
-  const visit = (el, hidden) => {
+  const visit = (el, hidden, parentShown) => {
     const tag = el.localName;
     if (el.getAttribute('aria-hidden') === 'true' || el.inert) hidden = true;
     const skipped = SKIP.has(tag);
@@ -133,11 +145,20 @@ function (afterScan) {
       if (!shadow) {
         shadow = store.closed.get(el) || null;
         closed = !!shadow;
-        if (!shadow && tag.includes('-') && !store.seen.has(el)) {
-          // A custom element new since the document's closed roots were looked for may hold
-          // one: ask the Python side to look again (it sees closed roots through CDP).
-          store.seen.add(el);
-          if (scanned) rescan++;
+        if (!shadow) {
+          if (tag.includes('-') || el.hasAttribute('is')) possibleHost(el);
+          // (no child node at all: whitespace alone gives a box in preformatted text)
+          else if (bits & VISIBLE && !el.firstChild && HOST_TAGS.has(tag) && el.namespaceURI === XHTML &&
+                   el.offsetWidth > 0 && el.offsetHeight > 0) possibleHost(el);
+        }
+      }
+      if (parentShown && !(bits & VISIBLE) && !hidden) {
+        // Not rendered though its parent is: a closed root on the parent that does not slot it?
+        const parent = el.parentNode;
+        if (parent && parent.nodeType === 1 && HOST_TAGS.has(parent.localName) && !store.closed.get(parent) &&
+            !parent.shadowRoot) {
+          const style = getComputedStyle(el);
+          if (style.display !== 'none' && style.visibility === 'visible') possibleHost(parent);
         }
       }
     }
@@ -165,13 +186,14 @@ function (afterScan) {
     const hidden = stack.pop();
     const node = stack.pop();
     if (node.nodeType === 3) out.push(3, idOf(node), wellFormed(node.nodeValue));
-    else visit(node, hidden);
+    else visit(node, hidden, textShown);
   }
   // Forget ids of nodes that are gone, now and then (the WeakRefs are dead; the map is ours).
   if (store.nodes.size > 4 * out.length + 10000) {
     for (const [id, ref] of store.nodes) if (!ref.deref()) store.nodes.delete(id);
   }
-  const meta = { base: doc.baseURI || '', url: doc.URL || '', rescan, scanned };
+  // rescan: possible hosts new since the document's closed roots were looked for.
+  const meta = { base: doc.baseURI || '', url: doc.URL || '', hosts, rescan: scanned ? hosts : 0, scanned };
   // One string crosses CDP far faster than an array of 100k values returned by value.
   return JSON.stringify([meta, out]);
 }

@@ -4,22 +4,39 @@ iframes inside closed shadow roots, same-site and cross-site, on a page that was
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from stagehand_py import Action, ElementNotFoundError, Stagehand
+from stagehand_py.llm._messages import message_text
+from stagehand_py.testing import FunctionLLM
 
 from .conftest import load
+
+
+def _model(request):
+    """Answers like a model reading the outline it was sent: observe picks the button the
+    instruction names, extract lists every button and field the outline shows."""
+    outline = "\n".join(message_text(m) for m in request.messages)
+    if request.purpose == "observe":
+        who = "cross" if "press the cross button" in outline else "same"
+        found = re.search(rf"\[(\d+-\d+)\] button: Press {who}", outline)
+        return {"elements": [{"element_id": found.group(1), "description": f"Press {who}", "method": "click", "arguments": []}]
+                if found else []}
+    return {"data": {"buttons": re.findall(r"\] button: (Press \w+)", outline),
+                     "fields": re.findall(r"\] textbox: (Field \w+)", outline)}, "instruction_satisfied": True}
 
 
 @pytest.fixture(params=["wrapped-after-load", "launched"])
 async def loaded(request, context, server):
     if request.param == "launched":
-        stagehand = await Stagehand.launch()
+        stagehand = await Stagehand.launch(model=FunctionLLM(_model))
         await load(stagehand.page, server.url("closed_frames.html"))
     else:
         page = await context.new_page()
         await load(page, server.url("closed_frames.html"))  # loaded first: our hooks were not there
-        stagehand = Stagehand(page)
+        stagehand = Stagehand(page, model=FunctionLLM(_model))
     yield stagehand
     await stagehand.close()
 
@@ -46,6 +63,26 @@ async def test_fill_an_input_in_an_iframe_inside_a_closed_root(loaded: Stagehand
     result = await loaded.act(action)
     assert result.success, result
     assert f'textbox: Field {who} value="typed {who}"' in (await loaded.snapshot()).tree
+
+
+@pytest.mark.parametrize("who", ["same", "cross"])
+async def test_observe_then_act_on_a_button_in_a_closed_root_inside_an_iframe(loaded: Stagehand, who: str) -> None:
+    """observe as the first call on the page (no snapshot before it): the model is shown the
+    button inside the closed root inside the frame, and the action it returns runs."""
+    [action] = await loaded.observe(f"press the {who} button")
+    assert action.method == "click"
+    assert (await loaded.act(action)).success
+    assert f"button: Pressed {who}" in (await loaded.snapshot()).tree
+
+
+async def test_extract_reads_every_closed_root_and_frame_combination(loaded: Stagehand) -> None:
+    schema = {"type": "object", "properties": {"buttons": {"type": "array", "items": {"type": "string"}},
+                                               "fields": {"type": "array", "items": {"type": "string"}}}}
+    data = await loaded.extract("the buttons and fields", schema)
+    assert sorted(data["buttons"]) == ["Press cross", "Press same"]
+    assert sorted(data["fields"]) == ["Field cross", "Field same"]
+    page_text = (await loaded.extract())["page_text"]  # no instruction: the outline itself, no model call
+    assert all(f"{kind} {who}" in page_text for kind in ("Press", "Field") for who in ("same", "cross"))
 
 
 async def test_without_the_snapshot_the_closed_root_is_out_of_reach(context, server) -> None:
