@@ -14,7 +14,7 @@ import pytest
 from stagehand_py import Snapshot, Stagehand, measure_dom_confidence
 from stagehand_py._operations._identity import identity_in
 from stagehand_py._vision._annotate import actionable_ids
-from stagehand_py.agent._hygiene import page_signature
+from stagehand_py.agent.hygiene import page_signature
 
 from .conftest import load
 
