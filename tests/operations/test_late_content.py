@@ -116,3 +116,26 @@ async def test_control_without_the_wait_the_late_content_is_missed(make_stagehan
         await sh.page.goto(server.url("static-deals.html"))
     result = await sh.act("click the Late offer button")
     assert not result.success and result.waited == 0.0 and "waiting" not in result.message
+
+
+def _agent_call(tool: str, **args) -> dict:
+    return {"evaluation_previous_step": "ok", "memory": "", "next_goal": f"use {tool}", "action": {"tool": tool, "args": args}}
+
+
+async def test_the_agent_sees_not_found_after_waiting_as_an_observation(make_stagehand, server):
+    """The agent's act tool turns "nothing matching after waiting" into a step result the model
+    reads (and can act on), not a crash."""
+    steps = iter([_agent_call("act", instruction="click the Late offer button"),
+                  _agent_call("done", message="no offer to click")])
+
+    def model(request):
+        return next(steps) if request.purpose == "agent" else good_model(request)
+
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route("/never-agent.html", lambda req: Response.html(NEVER)):
+        await sh.page.goto(server.url("never-agent.html"))
+    result = await sh.agent().execute("click the late offer", max_steps=3)
+    act_step = result.steps[0]
+    assert act_step.tool == "act" and not act_step.ok
+    assert re.search(r"No element on the page can carry out .*after waiting \d+\.\d s", act_step.result)
+    assert result.status == "done"
