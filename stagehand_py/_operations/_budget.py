@@ -56,8 +56,35 @@ def chunk_budget(token_budget: int, overhead_messages: Sequence[Message], output
     return left
 
 
+#: Share of a chunk's budget kept to finish the group its last line belongs to.
+_GROUP_SLACK = 0.1
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
 def pieces(outline: str, budget: int) -> list[OutlineChunk]:
-    """The outline as one piece when it fits, else its chunks (page order)."""
+    """The outline as one piece when it fits, else its chunks (page order).
+
+    A chunk that ends inside a group (a table row's cells, a list item's parts) also carries the
+    rest of that group, the following lines as deep as its last line, within the budget: a row
+    cut between its label and its value would be answerable from neither part.
+    """
     if estimate_tokens(outline) <= budget:
         return [OutlineChunk(0, outline, estimate_tokens(outline), 0, outline.count("\n"), 0)]
-    return split_outline(outline, budget)
+    lines = outline.split("\n")
+    room = int(budget * _GROUP_SLACK)
+    chunks = split_outline(outline, budget - room)
+    finished = []
+    for chunk in chunks:
+        text, last = chunk.text, chunk.last_line
+        depth = _indent(lines[last])
+        while last + 1 < len(lines) and _indent(lines[last + 1]) >= depth > 0:
+            longer = f"{text}\n{lines[last + 1]}"
+            if estimate_tokens(longer) > budget:
+                break
+            text, last = longer, last + 1
+        finished.append(OutlineChunk(chunk.index, text, estimate_tokens(text), chunk.first_line, last,
+                                     chunk.context_lines))
+    return finished

@@ -24,10 +24,12 @@ _STOP = frozenset(
      "page", "element", "elements", "button", "field", "extract", "what", "which", "its", "their", "value", "values"]
 )
 _QUOTED = re.compile(r"""["'“‘]([^"'”’]{2,80})["'”’]""")
+_IDS = re.compile(r"\[\d+-\d+\]")
 _LITERAL_WEIGHT = 3.0
 _HINT_WEIGHT = 0.5
-# An instruction that says where the value is: ties then go to the end of the page.
-_AT_THE_END = re.compile(r"\b(bottom|footer|last|end)\b", re.IGNORECASE)
+# An instruction that says where on the page the value is.
+_WHERE = re.compile(r"\b(?:at|in|near) the (top|beginning|start|header|bottom|end|footer)\b", re.IGNORECASE)
+_END_WORDS = frozenset({"bottom", "end", "footer"})
 
 
 def terms(text: str) -> list[str]:
@@ -46,8 +48,9 @@ def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hint
     """Chunks by lexical relevance to ``instruction`` (TF-IDF over words, literal values first;
     ``hints`` weigh less), best first.
 
-    Ties, and every chunk when nothing useful is named, keep page order (the end of the page
-    first when the instruction says bottom, footer, last or end).
+    Ties, and every chunk when nothing useful is named, keep page order. An instruction that
+    says where ("at the top", "at the bottom of the page", "in the footer") orders the parts
+    from that end; only parts holding a quoted literal of the instruction go before.
     """
     if len(chunks) <= 1:
         return list(chunks)
@@ -57,17 +60,26 @@ def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hint
     phrases = {" ".join(p.lower().split()) for p in _QUOTED.findall(instruction or "")}
     if not weights and not phrases:
         return list(chunks)
-    texts = [" ".join(chunk.text.lower().split()) for chunk in chunks]
+    # Element ids ("[0-1234]") are numbers too: out, or "1234" would find every part.
+    texts = [" ".join(_IDS.sub(" ", chunk.text.lower()).split()) for chunk in chunks]
     counted = [{t: c for t in weights if (c := len(_pattern(t).findall(text)))} for text in texts]
     n = len(chunks)
     df = {t: sum(1 for c in counted if t in c) for t in weights}
     idf = {t: math.log(1 + n / (1 + df[t])) for t in weights}
     scores = [sum(math.log(1 + c) * idf[t] * weights[t] for t, c in found.items()) for found in counted]
+    literal = [0.0] * n
     for phrase in phrases:
         whole = re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
         holders = [i for i, text in enumerate(texts) if whole.search(text)]
         for i in holders:
-            scores[i] += _LITERAL_WEIGHT * math.log(1 + n / len(holders))
-    from_end = bool(_AT_THE_END.search(instruction or ""))
-    order = sorted(range(n), key=lambda i: (-scores[i], -i if from_end else i))
+            literal[i] += _LITERAL_WEIGHT * math.log(1 + n / len(holders))
+    scores = [score + bonus for score, bonus in zip(scores, literal, strict=True)]
+    where = _WHERE.search(instruction or "")
+    if where is not None:
+        # The instruction says where the value is: that end of the page first, whatever words
+        # the other parts share with it; only a part holding a quoted literal goes before.
+        from_end = where.group(1).lower() in _END_WORDS
+        order = sorted(range(n), key=lambda i: (-literal[i], -i if from_end else i))
+    else:
+        order = sorted(range(n), key=lambda i: (-scores[i], i))
     return [chunks[i] for i in order]

@@ -3,9 +3,11 @@
 - Planning reads a fresh snapshot (split and ranked like observe, see :mod:`._pipeline`) and
   asks for one element; when none fits while the page is still changing, it looks again as
   the page changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
-- Custom dropdowns take two steps: when the model says its click opens options, the page is
-  read again after the click, the outlines are diffed, and the model picks the option among
-  the new lines only.
+- Custom dropdowns, menus and other two-step controls: when the model says its click opens
+  options, the page is read again after the click, the outlines are diffed, and the model
+  picks among the elements that appeared or changed only. The element just clicked is never
+  offered nor accepted again (a second click would close the list, flip a sort back, untick a
+  box); when nothing new appeared, the act ends after the one click.
 - An action whose value the instruction did not give (``Action.missing_arguments``) runs only
   once ``variables=`` gives it: else a typed :class:`UnknownVariableError` saying so.
 - Every action runs through :mod:`._heal`: identity check first, self-heal when it fails, and
@@ -84,21 +86,38 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
     return action, opens[-1] and action.method == "click"
 
 
+def _without(text: str, eid: str | None) -> str:
+    """``text`` without the outline line of element ``eid`` (its children stay)."""
+    if eid is None:
+        return text
+    return "\n".join(line for line in text.split("\n") if not line.lstrip(" ").startswith(f"[{eid}]"))
+
+
 async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action, before: str,
                        variables: Mapping[str, str]) -> Action | None:
-    """Second step of a custom dropdown: choose among the lines that appeared after the click."""
+    """Second step of a two-step control: choose among the lines that appeared or changed after
+    the click, never the element just clicked (a second click would close the list, flip the
+    sort order back or untick the box). None when nothing new appeared or nothing fits."""
     page = await read_page(ctx)
-    appeared = new_lines(before, page.text)
-    if not appeared:
-        logger.info("act %r: the click opened nothing new; choosing from the whole page", instruction)
-        appeared = page.text
+    opener = next((eid for eid, path in page.snapshot.xpath_map.items() if f"xpath={path}" == clicked.selector), None)
+    appeared = new_lines(before, _without(page.text, opener))
+    if not appeared.strip():
+        logger.info("act %r: the click on %s made nothing new appear; nothing more to choose", instruction,
+                    clicked.selector)
+        return None
 
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         return act_system(fence), dropdown_user(instruction, clicked.description, outline, fence, variables=variables)
 
+    def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
+        problems, found = check_elements(out.elements[:1], page.snapshot, variables)
+        if any(action.selector == clicked.selector for action in found):
+            return [f"elements[0] is {clicked.description or 'the element'!r}, which was just clicked to show these "
+                    "elements; clicking it again would undo that. Choose one of the new elements shown."], []
+        return problems, found
+
     parts = split_page(ctx, appeared, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode)
-    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act",
-                              check=lambda out: check_elements(out.elements[:1], page.snapshot, variables),
+    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
                               done=lambda found: True, limit=1, elements=True, instruction=instruction)
     found = answers[0][:1] if answers else []
     remember(ctx, page.snapshot, found)
@@ -135,7 +154,9 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
     if opens:
         option = await _pick_option(ctx, instruction, ran, page.text, descriptions)
         if option is None:
-            return ActResult(success=False, message=f"Clicked {ran.description!r}, but no option fits {instruction!r}.",
+            # The click ran; it is not repeated (that would undo it), and no second step fits.
+            return ActResult(success=False, message=f"Clicked {ran.description!r}, but nothing that appeared after it "
+                             f"fits {instruction!r}; it was not clicked again.",
                              description=ran.description, actions=done, healed=healed)
         ran2, healed2 = await run_action(ctx, option, variables)
         done.append(ran2)

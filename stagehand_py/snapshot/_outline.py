@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 __all__ = ["TARGET_INFO_KEY", "TEXT_INDEX_KEY", "ElementInfo", "OutlineResult", "build_outline", "SKIPPED_TAGS", "STRUCTURAL_ROLES"]
 
@@ -78,6 +78,25 @@ class OutlineResult:
     xpath_map: dict[str, str]
     url_map: dict[str, str]
 
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def _resolve_url(base: str, href: str) -> str:
+    """``href`` against ``base`` as a browser does (``new URL(href, base).href``) in the ways that
+    matter for comparing links: scheme and host in lower case, no default port, ``/`` for an
+    empty path, spaces escaped. (The walker sends links already resolved by the browser; this
+    covers nodes read through CDP.)"""
+    parts = urlsplit(urljoin(base, href))
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.netloc:
+        return urlunsplit(parts)
+    host = (parts.hostname or "").lower()
+    port = parts.port if parts.port not in (None, _DEFAULT_PORTS[parts.scheme.lower()]) else None
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = (f"{userinfo}@" if userinfo else "") + (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~-._")
+    return urlunsplit((parts.scheme.lower(), netloc, path, quote(parts.query, safe="/%:@!$&'()*+,;=?~-._"), parts.fragment))
 
 def _normalize(text: str) -> str:
     return " ".join(text.split())
@@ -226,7 +245,7 @@ def build_outline(
                 href = _attribute(node, "href")
             url = None
             if href and not href.lstrip().lower().startswith("javascript:"):
-                url = urljoin(base, href.strip())
+                url = _resolve_url(base, href.strip())
             keep = bool(name) or bool(value) or bool(bits & _FLAG_MASK) or tag in _FRAME_TAGS
             if not structural and not keep and role.lower() in _SILENT_WHEN_EMPTY:
                 structural = True  # shown only if it ends up holding something

@@ -137,7 +137,11 @@ function (afterScan) {
     const [bits0, role, name, value] = skipped ? [0, null, null, null] : describe(el, hidden);
     let bits = bits0;
     let extra = null;
-    if ((tag === 'a' || tag === 'area') && el.hasAttribute('href')) extra = el.getAttribute('href');
+    // The URL as the browser resolves it (new URL(href, document.baseURI).href); an SVG link's
+    // href is not a string: its attribute is resolved in Python.
+    if ((tag === 'a' || tag === 'area') && el.hasAttribute('href')) {
+      extra = typeof el.href === 'string' && el.href ? el.href : el.getAttribute('href');
+    }
     else if (tag === 'iframe' || tag === 'frame') extra = store.frames.get(el) || null;
     let shadow = null, closed = false;
     if (!skipped) {

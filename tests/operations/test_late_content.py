@@ -69,9 +69,9 @@ async def _observe_each(make_stagehand, server) -> list[list[str]]:
     return [[a.description for a in await sh.observe(f"the {name} offer button")] for name in NAMES]
 
 
-async def _act_each(make_stagehand, server) -> tuple[list[bool], dict]:
+async def _act_each(make_stagehand, server) -> tuple[list, dict]:
     sh = await _open(make_stagehand, server, LATE)
-    done = [(await sh.act(f"click the {name} offer button")).success for name in NAMES]
+    done = [await sh.act(f"click the {name} offer button") for name in NAMES]
     return done, await sh.page.evaluate("window.clicks")
 
 
@@ -84,7 +84,10 @@ async def test_content_rendered_late_is_found_by_observe_act_and_extract(make_st
     observed, (acted, clicks), prices = await asyncio.gather(
         _observe_each(make_stagehand, server), _act_each(make_stagehand, server), _extract_each(make_stagehand, server))
     assert observed == [["Early offer"], ["Fetched offer"], ["Late offer"]]
-    assert acted == [True, True, True] and clicks == {"Early": 1, "Fetched": 1, "Late": 1}
+    assert [r.success for r in acted] == [True, True, True] and set(clicks) == set(NAMES)
+    # One click each. (A click slower than self-heal's 2 s probe on a loaded machine is healed
+    # and so clicked again: that is the heal's doing, reported by ActResult.healed.)
+    assert all(clicks[name] == 1 or result.healed for name, result in zip(NAMES, acted, strict=True))
     assert prices == ["$15", "$3", "$40"]
 
 
@@ -116,3 +119,26 @@ async def test_control_without_the_wait_the_late_content_is_missed(make_stagehan
         await sh.page.goto(server.url("static-deals.html"))
     result = await sh.act("click the Late offer button")
     assert not result.success and result.waited == 0.0 and "waiting" not in result.message
+
+
+def _agent_call(tool: str, **args) -> dict:
+    return {"evaluation_previous_step": "ok", "memory": "", "next_goal": f"use {tool}", "action": {"tool": tool, "args": args}}
+
+
+async def test_the_agent_sees_not_found_after_waiting_as_an_observation(make_stagehand, server):
+    """The agent's act tool turns "nothing matching after waiting" into a step result the model
+    reads (and can act on), not a crash."""
+    steps = iter([_agent_call("act", instruction="click the Late offer button"),
+                  _agent_call("done", message="no offer to click")])
+
+    def model(request):
+        return next(steps) if request.purpose == "agent" else good_model(request)
+
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route("/never-agent.html", lambda req: Response.html(NEVER)):
+        await sh.page.goto(server.url("never-agent.html"))
+    result = await sh.agent().execute("click the late offer", max_steps=3)
+    act_step = result.steps[0]
+    assert act_step.tool == "act" and not act_step.ok
+    assert re.search(r"No element on the page can carry out .*after waiting \d+\.\d s", act_step.result)
+    assert result.status == "done"
