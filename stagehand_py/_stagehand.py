@@ -28,7 +28,7 @@ from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
 
 if TYPE_CHECKING:
-    from .agent import Agent, EvaluateResult
+    from .agent import Agent, AgentConfig, AgentOptions, EvaluateResult
 
 __all__ = ["LLMOptions", "ModelSpec", "Stagehand", "StagehandOptions"]
 
@@ -284,8 +284,10 @@ class Stagehand:
             self._helpers_installed = True
 
     def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
+        # Computed once per call (names checked before anything else happens); every prompt of
+        # the call, heal included, uses these.
+        descriptions = placeholder_descriptions(variables) if variables else {}
         if variables:
-            placeholder_descriptions(variables)  # names checked before anything else happens
             self._known_variables.update(variables)
         return OperationContext(
             page=self._page,
@@ -297,6 +299,7 @@ class Stagehand:
             self_heal=self._self_heal,
             cache=self._cache,
             known_variables=self._known_variables,
+            variable_descriptions=descriptions,
             identities=self._identities,
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
@@ -343,7 +346,7 @@ class Stagehand:
         instruction = _check_instruction("observe", instruction, required=False)
         ctx = self._context(variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
-            ctx, instruction, variables=placeholder_descriptions(variables), selector=selector,
+            ctx, instruction, variables=ctx.variable_descriptions, selector=selector,
             ignore_selectors=list(ignore_selectors), vision=vision,
         ), instruction=instruction)
 
@@ -410,30 +413,30 @@ class Stagehand:
 
     # --- agent and judge -------------------------------------------------------------------
 
-    def agent(
-        self,
-        *,
-        model: ModelSpec | None = None,
-        system_prompt: str | None = None,
-        tools: Sequence[Any] | None = None,
-        mode: Literal["dom", "cua"] = "dom",
-        allowed_domains: Sequence[str] | None = None,
-        **options: Any,
-    ) -> Agent:
+    def agent(self, config: AgentConfig | None = None, /, **options: Unpack[AgentOptions]) -> Agent:
         """A tool-using agent on this page; run a task with ``await agent.execute(instruction)``.
 
-        ``model`` defaults to this Stagehand's model; ``tools`` adds typed Python functions;
-        ``mode="cua"`` drives the page by screenshot and coordinates; ``allowed_domains``
-        (glob patterns) blocks every other navigation, request and new tab while a task runs.
-        Further options (``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
-        ``on_safety_check``, ...) are those of :class:`stagehand_py.agent.Agent`.
+        Options are an :class:`~stagehand_py.agent.AgentConfig`, or its fields as keywords (they
+        replace the config's): ``model`` defaults to this Stagehand's model; ``tools`` adds typed
+        Python functions; ``mode="cua"`` drives the page by screenshot and coordinates;
+        ``allowed_domains`` (glob patterns) blocks every other navigation, request and new tab
+        while a task runs; ``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
+        ``on_safety_check`` and the long-horizon options are described on ``AgentConfig``.
         """
-        from .agent import Agent
+        from .agent import Agent, AgentConfig
 
         self._check_open()
-        client = self._make_client(model) if model is not None else self._get_client()
-        return Agent(self, client=client, system_prompt=system_prompt, tools=tools, mode=mode,
-                     allowed_domains=allowed_domains, **options)
+        if config is not None and not isinstance(config, AgentConfig):
+            raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
+        settings = (config or AgentConfig()).replace(options)
+        client = self._make_client(settings.model) if settings.model is not None else self._get_client()
+        fallback = settings.fallback_model
+        if fallback is None or isinstance(fallback, LLMClient):
+            fallback_client = fallback
+        else:  # built like the Stagehand's own clients, but the fallback gets one attempt
+            config_ = {k: v for k, v in self._llm_config.items() if v is not None and k not in ("max_retries", "retry_policy")}
+            fallback_client = LLMClient(fallback, **config_, max_retries=0)
+        return Agent(self, settings, client=client, fallback_client=fallback_client)
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:

@@ -24,6 +24,7 @@ that made its page.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import (
     AsyncGenerator,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Playwright as SyncPlaywright
 
     from .agent import Agent as AsyncAgent
-    from .agent import AgentEvent, AgentMode, AgentResult, EvaluateResult
+    from .agent import AgentConfig, AgentEvent, AgentMode, AgentOptions, AgentResult, EvaluateResult
 
 __all__ = ["Agent", "Stagehand"]
 
@@ -268,32 +269,29 @@ class Stagehand:
 
     # --- agent and judge -------------------------------------------------------------------
 
-    def agent(
-        self,
-        *,
-        model: ModelSpec | None = None,
-        system_prompt: str | None = None,
-        tools: Sequence[Any] | None = None,
-        mode: Literal["dom", "cua"] = "dom",
-        allowed_domains: Sequence[str] | None = None,
-        **options: Any,
-    ) -> Agent:
+    def agent(self, config: AgentConfig | None = None, /, **options: Unpack[AgentOptions]) -> Agent:
         """A tool-using agent on this page; see :meth:`stagehand_py.Stagehand.agent`.
 
         Plain-function ``tools``, ``callbacks`` and ``on_safety_check`` run where sync
         Playwright calls work (one of Playwright's callback greenlets); a tool parameter named
         ``stagehand`` receives this sync Stagehand.
         """
-        tools = None if tools is None else [self._for_core(t) if _is_plain_callable(t) else t for t in tools]
-        if callable(options.get("on_safety_check")):
-            options["on_safety_check"] = self._for_core(options["on_safety_check"])
-        core = self._run(self._make_agent(model, system_prompt, tools, mode, allowed_domains, options))
+        from .agent import AgentConfig, Tool
+
+        if config is not None and not isinstance(config, AgentConfig):
+            raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
+        settings = (config or AgentConfig()).replace(options)
+        check = settings.on_safety_check
+        settings = dataclasses.replace(
+            settings,
+            tools=[t if isinstance(t, Tool) or not callable(t) else self._for_core(t) for t in settings.tools],
+            on_safety_check=self._for_core(check) if check is not None else None,
+        )
+        core = self._run(self._make_agent(settings))
         return Agent(self, core)
 
-    async def _make_agent(self, model: Any, system_prompt: Any, tools: Any, mode: Any, domains: Any, options: Any) -> AsyncAgent:
-        return self._core.agent(
-            model=model, system_prompt=system_prompt, tools=tools, mode=mode, allowed_domains=domains, **options
-        )
+    async def _make_agent(self, settings: AgentConfig) -> AsyncAgent:
+        return self._core.agent(settings)
 
     def _for_core(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` made callable from the async core: in a Playwright greenlet, this facade for the core."""
@@ -363,12 +361,6 @@ class Agent:
             return None
         listed = [callbacks] if callable(callbacks) else list(callbacks)
         return [self._stagehand._for_core(cb) for cb in listed]
-
-
-def _is_plain_callable(obj: Any) -> bool:
-    from .agent import Tool
-
-    return callable(obj) and not isinstance(obj, Tool)
 
 
 def _start_sync_playwright(what: str) -> SyncPlaywright:

@@ -292,7 +292,7 @@ def test_agent_tools_may_call_the_sync_api(sync_page: Page, server: Any) -> None
     agent = stagehand.agent(tools=[page_title])
     assert isinstance(agent, sync_api.Agent) and agent.mode == "dom"
     tool = next(t for t in agent._core._user_tools if t.name == "page_title")
-    run = SimpleNamespace(sh=stagehand._core)  # what the agent loop hands a tool: its (async) Stagehand
+    run = SimpleNamespace(driver=stagehand._core)  # what the agent hands a tool: its driver, the (async) Stagehand
     outcome = stagehand._run(tool.run(run, tool.args_model()))
     assert outcome.text == "Forms" and seen == [stagehand]
 

@@ -17,7 +17,7 @@ from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 from .._types import Action, ActionMethod
 
 if TYPE_CHECKING:
-    from ._loop import Run
+    from ._run import Run
 
 __all__ = ["TERMINAL_TOOLS", "Tool", "ToolOutcome", "builtin_tools", "step_model", "tool_from_function"]
 
@@ -37,7 +37,10 @@ class ToolOutcome:
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool the model may call. ``browser`` tools run one at a time per Stagehand."""
+    """A tool the model may call. ``browser`` tools run one at a time per page.
+
+    ``run`` gets the run's state (:class:`._run.Run`: the driver, the variables, the books) and
+    the validated arguments; a tool raises on failure or returns ``ok=False`` with the reason."""
 
     name: str
     description: str
@@ -131,7 +134,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
 
     The parameters become the arguments (their annotations and defaults are the schema); the
     docstring is the description. A parameter annotated with ``Stagehand`` (or named
-    ``stagehand``) receives the agent's Stagehand, which makes it a browser tool; any other
+    ``stagehand``) receives the agent's Stagehand (its driver), which makes it a browser tool; any other
     tool is pure and does not wait for the browser. The return value is shown to the model
     (as JSON when it is not a string).
     """
@@ -163,7 +166,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
     async def run(run_: Run, args: BaseModel) -> ToolOutcome:
         kwargs = {k: getattr(args, k) for k in fields}
         if inject is not None:
-            kwargs[inject] = run_.sh
+            kwargs[inject] = run_.driver
         value = fn(**kwargs)
         if inspect.isawaitable(value):
             value = await value
@@ -184,7 +187,7 @@ async def _act(run: Run, args: ActArgs) -> ToolOutcome:
         await run.execute_action(action)
         return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done.")
     if args.instruction:
-        result = await run.sh.act(args.instruction, variables=run.variables)
+        result = await run.driver.act(args.instruction, variables=run.variables)
         return ToolOutcome(ok=bool(result.success), text=result.message)
     raise InvalidArgumentError("act needs element_id (from the outline) or an instruction.")
 
@@ -200,17 +203,17 @@ async def _fill_form(run: Run, args: FillFormArgs) -> ToolOutcome:
     if by_label:
         # One observe for all labelled fields, then one act per returned action.
         wanted = "; ".join(f"fill the field '{f.label}' with {f.value}" for f in by_label)
-        actions = await run.sh.observe(wanted, variables=run.variables)
+        actions = await run.driver.observe(wanted, variables=run.variables)
         if not actions:
             raise InvalidArgumentError(f"no form fields found for: {', '.join(str(f.label) for f in by_label)}")
         for action in actions:
-            await run.sh.act(action, variables=run.variables)
+            await run.driver.act(action, variables=run.variables)
             done.append(action.description or action.selector)
     return ToolOutcome(ok=True, text=f"filled {len(done)} field(s): {', '.join(done)}")
 
 
 async def _extract(run: Run, args: ExtractArgs) -> ToolOutcome:
-    value = await run.sh.extract(args.instruction, args.schema_)
+    value = await run.driver.extract(args.instruction, args.schema_)
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     run.extractions.append(data)
     return ToolOutcome(ok=True, text=json.dumps(data, default=str), data=data)
@@ -218,20 +221,20 @@ async def _extract(run: Run, args: ExtractArgs) -> ToolOutcome:
 
 async def _goto(run: Run, args: GotoArgs) -> ToolOutcome:
     run.check_url_allowed(args.url)
-    response = await run.sh.page.goto(args.url, wait_until="load")
+    response = await run.driver.page.goto(args.url, wait_until="load")
     status = f" (HTTP {response.status})" if response is not None else ""
-    return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.sh.page.url}{status}")
+    return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.driver.page.url}{status}")
 
 
 async def _back(run: Run, args: NoArgs) -> ToolOutcome:
-    response = await run.sh.page.go_back(wait_until="load")
-    if response is None and run.sh.page.url == run.last_url:
+    response = await run.driver.page.go_back(wait_until="load")
+    if response is None and run.driver.page.url == run.last_url:
         return ToolOutcome(ok=False, text="there is no previous page in this tab")
-    return ToolOutcome(ok=True, text=f"back at {run.sh.page.url}")
+    return ToolOutcome(ok=True, text=f"back at {run.driver.page.url}")
 
 
 async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
-    page = run.sh.page
+    page = run.driver.page
     sign = -1 if args.direction == "up" else 1
     if args.element_id:
         xpath = run.xpath_for(args.element_id)
@@ -245,7 +248,7 @@ async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
 
 
 async def _press(run: Run, args: PressKeysArgs) -> ToolOutcome:
-    await run.sh.page.keyboard.press(args.keys)
+    await run.driver.page.keyboard.press(args.keys)
     return ToolOutcome(ok=True, text=f"pressed {args.keys}")
 
 
@@ -255,7 +258,7 @@ async def _wait(run: Run, args: WaitArgs) -> ToolOutcome:
 
 
 async def _screenshot(run: Run, args: NoArgs) -> ToolOutcome:
-    data = await run.sh.page.screenshot(type="png")
+    data = await run.driver.page.screenshot(type="png")
     record = run.record_screenshot(data)
     return ToolOutcome(ok=True, text=f"screenshot taken (sha256 {record.sha256[:16]}); you see it below", image=data)
 

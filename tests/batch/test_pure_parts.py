@@ -12,6 +12,7 @@ import pytest
 from stagehand_py import ConfigurationError
 from stagehand_py.batch import (
     DomainRateLimiter,
+    EvidenceStore,
     SampleEvidence,
     SampleOutcome,
     TaskSpec,
@@ -33,15 +34,30 @@ def test_safe_component(raw: str, safe: str) -> None:
 
 
 def test_screenshots_are_numbered_hashed_and_stay_inside(tmp_path: Path) -> None:
-    evidence = SampleEvidence(tmp_path / "s1")
+    evidence = SampleEvidence("../s1")
     first = evidence.add_screenshot(b"one", name="../../../outside")
     second = evidence.add_screenshot(b"two", name="Product page", step=3)
     assert [first["file"], second["file"]] == ["001_outside.png", "002_Product_page.png"]
     assert second == {"file": "002_Product_page.png", "name": "Product page", "sha256": hashlib.sha256(b"two").hexdigest(), "bytes": 3, "step": 3}
-    assert sorted(p.name for p in (tmp_path / "s1").iterdir()) == ["001_outside.png", "002_Product_page.png"]
-    evidence.write_json("../result.json", {"a": 1})
+    evidence.add_json("../result.json", {"a": 1})
+    assert not list(tmp_path.iterdir())  # nothing is written while the sample runs
+    evidence.write_to(EvidenceStore(tmp_path))
+    assert sorted(p.name for p in (tmp_path / "s1").iterdir()) == ["001_outside.png", "002_Product_page.png", "result.json"]
+    assert (tmp_path / "s1" / "002_Product_page.png").read_bytes() == b"two"
     assert json.loads((tmp_path / "s1" / "result.json").read_text()) == {"a": 1}
-    assert evidence.read_json("missing.json") is None
+
+
+def test_evidence_store_on_a_folder_and_on_fsspec_memory(tmp_path: Path) -> None:
+    local, remote = EvidenceStore(tmp_path / "run_1"), EvidenceStore("memory://evidence-test/run_1")
+    for store in (local, remote):
+        store.write_json("s1/result.json", {"a": 1})
+        assert store.read_json("s1/result.json") == {"a": 1} and store.read_json("missing.json") is None
+        with pytest.raises(ValueError, match="outside|plain relative"):
+            store.write_bytes("../escape.txt", b"x")
+    assert not (tmp_path / "escape.txt").exists() and not list((tmp_path / "run_1").rglob("*.tmp"))
+    assert str(remote.path_of("s1/result.json")) == "memory://evidence-test/run_1/s1/result.json"
+    with pytest.raises(ConfigurationError, match="cannot open the evidence location 'nosuchproto://x'"):
+        EvidenceStore("nosuchproto://x")
 
 
 def test_status_rules() -> None:

@@ -52,18 +52,35 @@ async def test_control_the_bare_executor_clicks_the_swapped_element(page) -> Non
     assert await page.title() == "deleted"
 
 
-async def test_act_instruction_does_not_click_what_the_page_swapped_in_while_the_model_thought(page) -> None:
+async def test_act_instruction_does_not_click_what_the_page_swapped_in_while_the_model_thought(page, server) -> None:
     """act("...") plans on a snapshot, then acts: a page that swaps the element while the model
-    answers (here: 1.5 s after load, the model takes 2.5 s) gets a typed error, not a click."""
-    import time
+    answers gets a typed error, not a click. No timing: the model's answer waits until the page
+    has swapped (the page long-polls the server, which the model releases)."""
+    import threading
 
-    await page.set_content(PAGE + f"<script>setTimeout({SWAP}, 1500)</script>")
+    from _server import Response
 
-    def slow_pick(request) -> dict:
-        time.sleep(2.5)  # the browser runs on meanwhile
-        return {**_pick_save(request), "opens_options": False}
+    release, swapped = threading.Event(), threading.Event()
 
-    sh = Stagehand(page, model=FunctionLLM(slow_pick), self_heal=False)
-    with pytest.raises(ActionFailedError, match="Save"):
-        await sh.act("save the profile")
-    assert await page.title() == ""
+    def wait_for_model(req) -> Response:
+        release.wait(30)
+        return Response.json({})
+
+    def page_swapped(req) -> Response:
+        swapped.set()
+        return Response.json({})
+
+    def pick_while_the_page_swaps(request) -> dict:
+        answer = {**_pick_save(request), "opens_options": False}
+        release.set()  # now the page swaps the button ...
+        assert swapped.wait(30)  # ... and the model answers only after it did
+        return answer
+
+    with server.route("/model-thinking", wait_for_model), server.route("/swapped", page_swapped):
+        await page.goto(server.url("index.html"))
+        await page.set_content(PAGE + f"""<script>fetch('{server.url("model-thinking")}').then(() => {{
+            ({SWAP})(); fetch('{server.url("swapped")}'); }});</script>""")
+        sh = Stagehand(page, model=FunctionLLM(pick_while_the_page_swaps), self_heal=False)
+        with pytest.raises(ActionFailedError, match="Save"):
+            await sh.act("save the profile")
+    assert swapped.is_set() and await page.title() == ""

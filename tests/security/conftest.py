@@ -1,0 +1,67 @@
+"""Every browser attack runs on both paths a user has: a page the user launched with plain
+Playwright and wrapped (``Stagehand(page)``), and a page in a browser ``Stagehand.launch()``
+started (the library's own flags and init scripts, driven over its direct CDP connection).
+
+* ``page_kind``       "wrapped" or "launched" (parametrised).
+* ``new_stagehand``   ``await new_stagehand(**options)``: a Stagehand of that kind on a fresh page
+                      in a fresh browser context, closed after the test.
+* ``page``            the page of a Stagehand made that way, for tests that drive the page or
+                      the library's parts directly.
+
+Launching a browser per test costs seconds on a loaded machine, so the launched browser is
+started once per session by ``Stagehand.launch()`` and each test gets a new context in it, with
+a Stagehand sharing the launched session's direct CDP connection.
+"""
+
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+from _browser import CHROMIUM_EXECUTABLE
+
+from stagehand_py import Stagehand
+from stagehand_py.browser._session import BrowserSession
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def launched_stagehand(pw):
+    sh = await Stagehand.launch(executable_path=CHROMIUM_EXECUTABLE, _playwright=pw)
+    assert sh._session.direct is not None  # the launched path really is the direct one
+    yield sh
+    await sh.close()
+
+
+@pytest.fixture(params=["wrapped", "launched"])
+def page_kind(request) -> str:
+    return request.param
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def new_stagehand(page_kind, context, launched_stagehand):
+    made: list[Stagehand] = []
+    contexts = []
+
+    async def make(**options) -> Stagehand:
+        if page_kind == "launched":
+            launched = launched_stagehand
+            own = await launched.page.context.browser.new_context(viewport={"width": 1280, "height": 800})
+            contexts.append(own)
+            page = await own.new_page()
+            sh = Stagehand(page, _session=BrowserSession(page=page, direct=launched._session.direct), **options)
+            await sh._install_helpers()  # what launch() does before the first navigation
+        else:
+            sh = Stagehand(await context.new_page(), **options)
+        made.append(sh)
+        return sh
+
+    yield make
+    for sh in made:
+        sh._session.direct = None  # shared with the launched Stagehand: it closes it
+        await sh.close()
+    for own in contexts:
+        await own.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(new_stagehand):
+    return (await new_stagehand()).page
