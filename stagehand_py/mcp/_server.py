@@ -28,7 +28,7 @@ from ..llm import LLMClient
 from ._config import LOCAL_TOKEN_BUDGET, MCPServerConfig
 from ._tabs import describe_tabs, tab_at
 
-__all__ = ["BrowserSession", "build_server"]
+__all__ = ["ServerBrowser", "build_server"]
 
 logger = logging.getLogger("stagehand_py")
 
@@ -39,7 +39,7 @@ plain words with `act`, `observe` and `extract`, or hand a whole task to `agent`
 server-side variables: write `%name%` in an argument and the server types the value; you never see it."""
 
 
-class BrowserSession:
+class ServerBrowser:
     """The server's browser: launched on the first tool call, one tab driven at a time."""
 
     def __init__(self, config: MCPServerConfig, *, variables: Variables, client: LLMClient | None) -> None:
@@ -117,18 +117,20 @@ class BrowserSession:
             await self._root.close()
         self._root = None
         self._by_page.clear()
+        if self.client is not None:
+            await self.client.aclose()  # the provider's connections, or the embedded model's engine
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, indent=1)
 
 
-def build_server(config: MCPServerConfig, *, session: BrowserSession | None = None) -> tuple[MCPServer, BrowserSession]:
+def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = None) -> tuple[MCPServer, ServerBrowser]:
     """The MCP server for ``config`` and the browser session its tools drive (close it after)."""
     if session is None:
         model = config.resolved_model()
         client = None if model is None else LLMClient(model, base_url=config.base_url)
-        session = BrowserSession(config, variables=config.resolved_variables(), client=client)
+        session = ServerBrowser(config, variables=config.resolved_variables(), client=client)
     browser = session
     server: MCPServer = MCPServer("stagehand-py", instructions=INSTRUCTIONS, log_level="WARNING")
 
