@@ -140,7 +140,7 @@ async def test_errors_are_typed_and_bounded(spans: Any, page: Any) -> None:
     from stagehand_py import Action, ElementNotFoundError
 
     with pytest.raises(ElementNotFoundError):
-        await Stagehand(page).act(Action(selector="xpath=/html[1]/body[1]/button[1]", method="click"), timeout=2)
+        await Stagehand(page).act(Action(selector="xpath=/html[1]/body[1]/button[1]", method="click"), timeout=30)
     act = one(spans.get_finished_spans(), "stagehand.act")
     assert dict(act.attributes or {})["error.type"] == "ElementNotFoundError"
     assert not act.status.is_ok and len(act.status.description or "") <= MAX_TEXT_CHARS
