@@ -111,3 +111,36 @@ def test_the_control_a_cycle_is_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def with_package_edges(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` plus what Python runs first: importing ``a.b.c`` runs ``a.b``'s ``__init__``.
+
+    Only packages outside the importer's own ancestry count (those are already running). This is
+    the cycle a module-to-module graph misses: ``_types -> llm._usage`` runs ``llm/__init__``,
+    which may import back into ``_types`` before it has finished.
+    """
+    full: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        own = {".".join(module.split(".")[:n]) for n in range(1, module.count(".") + 2)}
+        edges = set(targets)
+        for target in targets:
+            parts = target.split(".")
+            edges.update(p for p in (".".join(parts[:n]) for n in range(1, len(parts))) if p in graph and p not in own)
+        full[module] = edges
+    return full
+
+
+def test_no_cycle_through_package_inits() -> None:
+    known = module_names()
+    graph = with_package_edges({module: imports_of(module, path, known) for module, path in known.items()})
+    found = cycles(graph)
+    assert found == [], "import cycles through package __init__ files:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_control_a_cycle_through_a_package_init_is_found() -> None:
+    # p._types imports p.llm._usage; p.llm's __init__ imports p.llm._client, which imports p._types.
+    graph = {"p": set(), "p._types": {"p.llm._usage"}, "p.llm": {"p.llm._client", "p.llm._usage"},
+             "p.llm._usage": set(), "p.llm._client": {"p._types"}}
+    assert cycles(graph) == []
+    assert cycles(with_package_edges(graph)) == [["p._types", "p.llm", "p.llm._client"]]
