@@ -121,8 +121,16 @@ async def bench_local(server: StaticServer, count: int, contexts: int, workdir: 
 async def bench_ray(server: StaticServer, count: int, workers: int, contexts: int, workdir: Path) -> Row:
     import ray
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "batch"), str(REPO)])}})
+    env = {"env_vars": {"PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "batch"), str(REPO)])}}
+    for tries_left in (1, 0):  # Ray gives its raylet 30 s to come up; a loaded machine may need a second go
+        try:
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, runtime_env=env)
+            break
+        except Exception as exc:
+            ray.shutdown()
+            if not tries_left:
+                raise
+            print(f"ray.init failed ({exc}); trying once more", file=sys.stderr, flush=True)
     try:
         with PeakMemory() as memory:
             start = time.monotonic()
