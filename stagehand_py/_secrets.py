@@ -12,12 +12,12 @@ import html
 import re
 import unicodedata
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from ._actions._variables import _value_of
+from ._errors import InvalidArgumentError
 from ._types import VariableValue
 
-__all__ = ["SHORT_VALUE", "redact_text"]
+__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "redact_secrets", "redact_text", "variable_value"]
 
 
 #: Variable values shorter than this are redacted from page text only as whole tokens (and
@@ -30,6 +30,9 @@ _VALUE_ATTR = re.compile(r'value="(?:[^"\\]|\\.)*"')
 #: (no letter or digit in it) and no page text can touch it.
 _MARK_OPEN, _MARK_CLOSE, _MARK_BASE = "\ufdd0", "\ufdd1", 0xF0000
 _MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
+#: The name a value with no variable name (an API key, a secret message part) is redacted as:
+#: the same ``%name%`` style as every variable, so a log, a cassette and a prompt read alike.
+SECRET_PLACEHOLDER = "%secret%"
 
 
 def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
@@ -56,9 +59,22 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
         return text
     names: dict[str, str] = {}
     for name, spec in variables.items():
-        value = _value_of(name, spec)
+        value = variable_value(name, spec)
         if value:
             names.setdefault(value, name)
+    return _redact(text, names)
+
+
+def redact_secrets(text: str, values: Iterable[str]) -> str:
+    """``text`` with each of ``values`` (secrets without a variable name: API keys, secret
+    message parts, values the LLM layer was handed) replaced by :data:`SECRET_PLACEHOLDER`,
+    under the same rules as :func:`redact_text`."""
+    names = {str(v): SECRET_PLACEHOLDER.strip("%") for v in values if str(v)}
+    return _redact(text, names) if names and text else text
+
+
+def _redact(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each value in ``names`` (value -> variable name) and its echoes redacted."""
     order = sorted(names, key=lambda v: (-len(v), v))
     if _MARK_OPEN in text or _MARK_CLOSE in text:
         text = text.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")  # noncharacters: never meaningful text
@@ -119,3 +135,20 @@ def _mark_values(text: str, order: list[str]) -> str:
         text = _VALUE_ATTR.sub(in_value, text)
         text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", mark, text)
     return text
+
+
+def variable_value(name: str, spec: object) -> str:
+    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
+    if isinstance(spec, Mapping):
+        if "value" not in spec:
+            raise InvalidArgumentError(
+                f"variable {name!r} is a mapping without a 'value' key; pass "
+                f"{{'value': ..., 'description': ...}} or the plain value."
+            )
+        spec = spec["value"]
+    if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
+        raise InvalidArgumentError(
+            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
+            f"got a {type(spec).__name__}."
+        )
+    return str(spec)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from .._errors import InvalidArgumentError, UnknownVariableError
+from .._secrets import variable_value as _value_of
 from .._types import VariableValue
 
 __all__ = [
@@ -34,21 +35,6 @@ PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _value_of(name: str, spec: object) -> str:
-    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
-    if isinstance(spec, Mapping):
-        if "value" not in spec:
-            raise InvalidArgumentError(
-                f"variable {name!r} is a mapping without a 'value' key; pass "
-                f"{{'value': ..., 'description': ...}} or the plain value."
-            )
-        spec = spec["value"]
-    if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
-        raise InvalidArgumentError(
-            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
-            f"got a {type(spec).__name__}."
-        )
-    return str(spec)
 
 
 def _check_names(variables: Mapping[str, object]) -> None:
