@@ -38,6 +38,7 @@ from .._errors import (
     TestDoubleError,
     UsageLimitExceededError,
 )
+from .._operations._identity import identity_in
 from .._prompts import agent as P
 from .._prompts.common import Fence
 from .._secrets import redact_text
@@ -243,6 +244,11 @@ class Run:
             return ""
 
     async def execute_action(self, action: Action) -> None:
+        # The element the model chose from this step's outline: act checks the page still shows
+        # it at the selector (a page may swap it while the model answers) before acting.
+        identity = identity_in(self.snapshot, action.selector, self.variables) if self.snapshot is not None else None
+        if identity is not None:
+            self.sh._identities[action.selector] = identity
         result = await self.sh.act(action, variables=self.variables or None)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)
