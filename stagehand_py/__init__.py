@@ -21,6 +21,7 @@ from ._errors import (
     CassetteError,
     CDPError,
     ConfigurationError,
+    CostLimitExceededError,
     ElementNotFoundError,
     InvalidArgumentError,
     InvalidSchemaError,
@@ -42,9 +43,10 @@ from ._errors import (
     UsageLimitExceededError,
 )
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
-from ._types import Action, ActionMethod, ActResult, Variables, VariableSpec
+from ._types import Action, ActionMethod, ActResult, SavedDownload, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from .agent import Agent, AgentEvent, AgentResult, AgentStatus, AgentStep, EvaluateResult
+from .browser._options import BrowserOptions, Geolocation, ProxySettings
 from .snapshot import OutlineChunk, Snapshot, SnapshotElement
 
 __version__ = "0.1.0"
@@ -52,6 +54,10 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "Stagehand",
+    "BrowserOptions",
+    "ProxySettings",
+    "Geolocation",
+    "SavedDownload",
     "ModelSpec",
     "StagehandOptions",
     "LLMOptions",
@@ -100,6 +106,7 @@ __all__ = [
     "OutputValidationError",
     "RefusalError",
     "UsageLimitExceededError",
+    "CostLimitExceededError",
     "ModelRequestBlockedError",
     "TestDoubleError",
     "CassetteError",

@@ -30,6 +30,7 @@ can catch everything with one ``except`` and still tell the cases apart::
     │   ├── OutputValidationError     the model's answer stayed invalid after the re-asks
     │   ├── RefusalError              the model refused or answered with nothing
     │   ├── UsageLimitExceededError   a configured request/token limit would be exceeded
+    │   │   └── CostLimitExceededError  ... the dollar limit (max_cost_usd), with spent/limit
     │   ├── ModelRequestBlockedError  a real model was called while the kill switch is on
     │   └── TestDoubleError       a test double was misused (script ran out, answer off-schema)
     ├── CacheError                    the action cache could not be read or written
@@ -71,6 +72,7 @@ __all__ = [
     "OutputValidationError",
     "RefusalError",
     "UsageLimitExceededError",
+    "CostLimitExceededError",
     "ModelRequestBlockedError",
     "TestDoubleError",
     "CassetteError",
@@ -244,6 +246,20 @@ class RefusalError(LLMError):
 
 class UsageLimitExceededError(LLMError):
     """A configured usage limit (requests or tokens) would be exceeded by the next call."""
+
+
+class CostLimitExceededError(UsageLimitExceededError):
+    """The next model call would cross ``UsageLimits(max_cost_usd=...)`` (or the price is unknown).
+
+    ``spent_usd`` is what was spent before it (``None``: unknown), ``limit_usd`` the cap,
+    ``next_estimate_usd`` the estimated dollars of the refused call's input.
+    """
+
+    def __init__(self, message: str, *, spent_usd: float | None, limit_usd: float, next_estimate_usd: float | None) -> None:
+        super().__init__(message)
+        self.spent_usd = spent_usd
+        self.limit_usd = limit_usd
+        self.next_estimate_usd = next_estimate_usd
 
 
 class ModelRequestBlockedError(LLMError):

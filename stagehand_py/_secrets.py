@@ -13,9 +13,12 @@ import re
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ._errors import InvalidArgumentError
-from ._types import VariableValue
+
+if TYPE_CHECKING:  # _types reaches the LLM layer, whose tracing imports this module
+    from ._types import VariableValue
 
 __all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "redact_secrets", "redact_text", "variable_value"]
 
@@ -33,6 +36,23 @@ _MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
 #: The name a value with no variable name (an API key, a secret message part) is redacted as:
 #: the same ``%name%`` style as every variable, so a log, a cassette and a prompt read alike.
 SECRET_PLACEHOLDER = "%secret%"
+
+
+def variable_value(name: str, spec: object) -> str:
+    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
+    if isinstance(spec, Mapping):
+        if "value" not in spec:
+            raise InvalidArgumentError(
+                f"variable {name!r} is a mapping without a 'value' key; pass "
+                f"{{'value': ..., 'description': ...}} or the plain value."
+            )
+        spec = spec["value"]
+    if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
+        raise InvalidArgumentError(
+            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
+            f"got a {type(spec).__name__}."
+        )
+    return str(spec)
 
 
 def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
@@ -135,20 +155,3 @@ def _mark_values(text: str, order: list[str]) -> str:
         text = _VALUE_ATTR.sub(in_value, text)
         text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", mark, text)
     return text
-
-
-def variable_value(name: str, spec: object) -> str:
-    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
-    if isinstance(spec, Mapping):
-        if "value" not in spec:
-            raise InvalidArgumentError(
-                f"variable {name!r} is a mapping without a 'value' key; pass "
-                f"{{'value': ..., 'description': ...}} or the plain value."
-            )
-        spec = spec["value"]
-    if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
-        raise InvalidArgumentError(
-            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
-            f"got a {type(spec).__name__}."
-        )
-    return str(spec)

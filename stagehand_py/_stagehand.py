@@ -19,15 +19,20 @@ from ._operations import act as _act
 from ._operations import extract as _extract
 from ._operations import observe as _observe
 from ._operations._context import OperationContext
-from ._types import Action, ActResult, Variables
+from ._secrets import variable_value
+from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._cdp import PageTargets
-from .browser._session import BrowserSession, connect_browser, launch_browser
-from .llm import LanguageModel, LLMClient, Metrics, OutputMode, Profile, RetryPolicy, UsageLimits
+from .browser._options import BrowserOptions
+from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
+from .browser._storage import write_storage_state
+from .browser._tabs import Tabs
+from .llm import LanguageModel, LLMClient, Metrics, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
 from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
+from .tracing._spans import traced_operation
 
 if TYPE_CHECKING:
-    from .agent import Agent, EvaluateResult
+    from .agent import Agent, AgentConfig, AgentOptions, EvaluateResult
 
 __all__ = ["LLMOptions", "ModelSpec", "Stagehand", "StagehandOptions"]
 
@@ -57,7 +62,12 @@ class LLMOptions(TypedDict, total=False):
     max_output_tokens: int
     temperature: float
     choice_mode: bool
+    #: Dollars per million tokens, when the price table does not list the model (or your price differs).
+    price: ModelPrice
 
+
+#: Seconds act() waits at most for the downloads it started to be saved.
+DOWNLOAD_WAIT = 300.0
 
 #: Seconds a snapshot may take unless the caller says otherwise (the largest test pages take ~3 s).
 SNAPSHOT_TIMEOUT = 60.0
@@ -81,6 +91,10 @@ class StagehandOptions(TypedDict, total=False):
     dom_settle_timeout: float
     #: More ``LLMClient`` options (``max_reasks``, ``timeout``, ``usage_limits``, ``temperature``...).
     llm_options: LLMOptions | None
+    #: Drive a tab the driven tab opens (popup, ``target=_blank``) as soon as it opens.
+    follow_new_tabs: bool
+    #: Folder downloads are saved in (default: a new temporary folder, made on the first download).
+    downloads_dir: str | os.PathLike[str] | None
 
 
 class Stagehand:
@@ -112,6 +126,8 @@ class Stagehand:
         token_budget: int = 16_000,
         dom_settle_timeout: float = 5.0,
         llm_options: LLMOptions | None = None,
+        follow_new_tabs: bool = True,
+        downloads_dir: str | os.PathLike[str] | None = None,
         _session: BrowserSession | None = None,
     ) -> None:
         if page is None or not hasattr(page, "context") or not hasattr(page, "goto"):
@@ -121,6 +137,7 @@ class Stagehand:
             )
         self._page = page
         self._session = _session or BrowserSession(page=page)
+        self._tabs = Tabs(page, follow=bool(follow_new_tabs), downloads_dir=downloads_dir)
         self._targets: PageTargets | None = None
         self._ordinals = FrameOrdinals()
         self._snapshot_memory = EngineMemory()
@@ -154,6 +171,7 @@ class Stagehand:
         executable_path: str | None = None,
         args: Sequence[str] = (),
         viewport: dict[str, int] | None = None,
+        browser_options: BrowserOptions | None = None,
         _playwright: Any = None,
         **options: Unpack[StagehandOptions],
     ) -> Stagehand:
@@ -162,20 +180,62 @@ class Stagehand:
         The executable is ``executable_path``, else ``$STAGEHAND_CHROMIUM_PATH``, else
         Playwright's own Chromium if installed, else the system ``/usr/bin/chromium``.
         ``args`` are added to the flags a headless (root, container) session needs.
+        ``browser_options`` sets up the context: a storage state to load and save, a persistent
+        profile folder, proxy, user agent, locale, time zone, geolocation, extra headers.
         ``_playwright`` (private: the sync API's hook) is an async Playwright to launch with,
         left running on close.
         """
+        if browser_options is not None and not isinstance(browser_options, BrowserOptions):
+            raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
+        if viewport is not None and browser_options is not None and browser_options.viewport is not None:
+            raise InvalidArgumentError("viewport is given twice: pass it as launch(viewport=...) or in BrowserOptions, not both.")
         session = await launch_browser(
-            headless=headless, executable_path=executable_path, args=args, viewport=viewport, playwright=_playwright
+            headless=headless, executable_path=executable_path, args=args, viewport=viewport, playwright=_playwright,
+            options=browser_options,
         )
         sh = cls(session.page, _session=session, **options)
         await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
         return sh
 
     @classmethod
-    async def connect(cls, cdp_url: str, *, _playwright: Any = None, **options: Unpack[StagehandOptions]) -> Stagehand:
-        """Attach to a running Chromium over CDP and drive its first page."""
-        session = await connect_browser(cdp_url, playwright=_playwright)
+    async def connect(
+        cls,
+        cdp_url: str | None = None,
+        *,
+        ws_endpoint: str | None = None,
+        headers: dict[str, str] | None = None,
+        browser_options: BrowserOptions | None = None,
+        _playwright: Any = None,
+        **options: Unpack[StagehandOptions],
+    ) -> Stagehand:
+        """Attach to a browser that runs elsewhere; give exactly one of:
+
+        - ``cdp_url`` (``"http://127.0.0.1:9222"`` or a ``ws://.../devtools/browser/...`` URL): a
+          Chromium's DevTools endpoint, e.g. a hosted browser. Drives its first page; the
+          browser keeps running after :meth:`close`.
+        - ``ws_endpoint`` (``"ws://host:3000/"``): a Playwright server (``playwright
+          run-server``). Opens a fresh context there, set up with ``browser_options``;
+          :meth:`close` closes that context. ``headers`` go with the handshake (a service's
+          token, ``x-playwright-launch-options``) and are never logged.
+        """
+        if (cdp_url is None) == (ws_endpoint is None):
+            raise InvalidArgumentError(
+                "connect() needs exactly one of cdp_url= (a browser's DevTools endpoint, e.g. http://127.0.0.1:9222) "
+                "and ws_endpoint= (a Playwright server, e.g. ws://127.0.0.1:3000/)."
+            )
+        if browser_options is not None and not isinstance(browser_options, BrowserOptions):
+            raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
+        if cdp_url is not None:
+            if browser_options is not None or headers is not None:
+                raise InvalidArgumentError(
+                    "browser_options and headers apply to connect(ws_endpoint=...) only: over CDP the browser's existing "
+                    "context is driven as it was set up."
+                )
+            session = await connect_browser(cdp_url, playwright=_playwright)
+        else:
+            assert ws_endpoint is not None
+            session = await connect_playwright_server(ws_endpoint, headers=headers, playwright=_playwright,
+                                                      options=browser_options)
         return cls(session.page, _session=session, **options)
 
     async def close(self) -> None:
@@ -183,6 +243,7 @@ class Stagehand:
         if self._closed:
             return
         self._closed = True
+        self._tabs.detach()
         if self._targets is not None:
             try:
                 await self._targets.close()
@@ -201,16 +262,92 @@ class Stagehand:
 
     @property
     def page(self) -> Page:
-        """The Playwright ``Page`` this Stagehand drives."""
+        """The Playwright ``Page`` this Stagehand drives (it follows new tabs: see :attr:`pages`)."""
+        self._follow_tab()
         return self._page
 
-    def _check_open(self) -> None:
+    @property
+    def pages(self) -> list[Page]:
+        """The open tabs this Stagehand tracks, in the order they opened: its first page and every
+        tab opened from a tracked tab (popups, ``target=_blank`` links).
+
+        A tab opened by the driven tab becomes the driven tab (``follow_new_tabs=True``, the
+        default), as it would for a person clicking; when the driven tab closes, the one driven
+        before it takes over. :meth:`switch_to_page` chooses explicitly.
+        """
+        return list(self._tabs.pages)
+
+    async def switch_to_page(self, page: Page | int) -> None:
+        """Drive another tracked tab: a ``Page`` from :attr:`pages` or its index there."""
+        self._check_not_closed()
+        target = self._tabs.resolve(page)
+        self._tabs.switch(target)
+        self._follow_tab()
+        await target.bring_to_front()
+
+    async def new_page(self, url: str | None = None) -> Page:
+        """Open a new tab in this Stagehand's browser context, drive it, and go to ``url`` if given."""
+        self._check_not_closed()
+        created = await self._page.context.new_page()
+        self._tabs.add(created)
+        self._follow_tab()
+        if url is not None:
+            await created.goto(url)
+        return created
+
+    async def close_page(self, page: Page | int | None = None) -> None:
+        """Close a tracked tab (the driven one by default); the tab driven before it takes over."""
+        self._check_not_closed()
+        target = self._tabs.resolve(self._page if page is None else page)
+        if len(self._tabs.pages) == 1:
+            raise InvalidArgumentError("close_page() would close the last tab; use close() to end the Stagehand.")
+        await target.close()
+        self._follow_tab()
+
+    @property
+    def downloads(self) -> list[SavedDownload]:
+        """Every file the tracked tabs downloaded so far (path, suggested name, size, SHA-256)."""
+        return list(self._tabs.downloads)
+
+    async def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The browser context's cookies and local storage, written to ``path`` (mode 0600) when given.
+
+        Load it later with ``Stagehand.launch(browser_options=BrowserOptions(storage_state=path))``
+        to start logged in. The file holds session cookies: keep it out of version control.
+        """
+        self._check_not_closed()
+        state: dict[str, Any] = dict(await self._page.context.storage_state())
+        if path is not None:
+            write_storage_state(path, state)
+        return state
+
+    def _follow_tab(self) -> None:
+        """Point the per-page state at the tab to drive now (see :attr:`pages` for the rule)."""
+        current = self._tabs.current
+        if current is not self._page:
+            self._page = current
+            # Ids, the engine's memory and planned identities belong to the old tab's documents.
+            self._ordinals = FrameOrdinals()
+            self._snapshot_memory = EngineMemory()
+            self._identities.clear()
+            self._helpers_installed = False
+
+    def _check_not_closed(self) -> None:
         if self._closed:
             raise PageClosedError("This Stagehand is closed; create a new one.")
-        if self._page.is_closed():
-            raise PageClosedError("The page this Stagehand drives has been closed.")
+
+    def _check_open(self) -> None:
+        self._check_not_closed()
+        self._follow_tab()
+        self._tabs.check_current()
 
     async def _page_targets(self) -> PageTargets:
+        if self._targets is not None and self._targets.page is not self._page:
+            old, self._targets = self._targets, None
+            try:
+                await old.close()
+            except PageClosedError:
+                pass  # the old tab closed: nothing to detach from
         if self._targets is None:
             self._targets = await PageTargets.for_page(self._page, direct=self._session.direct)
         return self._targets
@@ -282,10 +419,26 @@ class Stagehand:
             await install_page_helpers(self._page)
             self._helpers_installed = True
 
+    def _remember_variables(self, variables: Variables) -> None:
+        """Keep every value this Stagehand was given, for redaction in later calls too. A name
+        given again with another value keeps the earlier value as ``<name>_was<n>``: the page
+        may still show it, and it must stay as hidden as the new one."""
+        for name, spec in variables.items():
+            earlier = self._known_variables.get(name)
+            if earlier is not None and variable_value(name, earlier) != variable_value(name, spec):
+                n = 1
+                while f"{name}_was{n}" in self._known_variables:
+                    n += 1
+                self._known_variables[f"{name}_was{n}"] = earlier
+            self._known_variables[name] = spec
+
     def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
+        self._follow_tab()  # an operation runs on the tab driven now
+        # Computed once per call (names checked before anything else happens); every prompt of
+        # the call, heal included, uses these.
+        descriptions = placeholder_descriptions(variables) if variables else {}
         if variables:
-            placeholder_descriptions(variables)  # names checked before anything else happens
-            self._known_variables.update(variables)
+            self._remember_variables(variables)
         return OperationContext(
             page=self._page,
             snapshot=self.snapshot,
@@ -296,18 +449,21 @@ class Stagehand:
             self_heal=self._self_heal,
             cache=self._cache,
             known_variables=self._known_variables,
+            variable_descriptions=descriptions,
             identities=self._identities,
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
 
-    async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]]) -> T:
+    async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
+                   instruction: str | None = None) -> T:
         self._check_open()
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:
             async with asyncio.timeout(timeout) as scope:
                 await self._install_helpers()
-                return await operation()
+                return await traced_operation(what, operation, instruction=instruction, url=self._page.url,
+                                              variables=self._known_variables)
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise
@@ -340,9 +496,9 @@ class Stagehand:
         instruction = _check_instruction("observe", instruction, required=False)
         ctx = self._context(variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
-            ctx, instruction, variables=placeholder_descriptions(variables), selector=selector,
+            ctx, instruction, variables=ctx.variable_descriptions, selector=selector,
             ignore_selectors=list(ignore_selectors), vision=vision,
-        ))
+        ), instruction=instruction)
 
     async def act(
         self,
@@ -361,14 +517,27 @@ class Stagehand:
         """
         if isinstance(action, Action):
             ctx = self._context(variables, timeout)
-            return await self._run("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
+            return await self._act_reporting("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
         if isinstance(action, str):
             instruction = _required_instruction("act", action)
             ctx = self._context(variables, timeout)
-            return await self._run("act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision))
+            return await self._act_reporting(
+                "act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision),
+                instruction=instruction)
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
         )
+
+    async def _act_reporting(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[ActResult]],
+                             instruction: str | None = None) -> ActResult:
+        """Run an act and add what it spent (model usage) and what it downloaded to its result."""
+        spent_before = self.metrics.total
+        downloads_before = len(self._tabs.downloads)
+        result = await self._run(what, timeout, operation, instruction=instruction)
+        # A download still running after this stays in the background and shows in `downloads` when saved.
+        await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
+        return result.model_copy(update={"usage": self.metrics.total - spent_before,
+                                         "downloads": self._tabs.downloads[downloads_before:]})
 
     @overload
     async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
@@ -401,34 +570,35 @@ class Stagehand:
         instruction = _check_instruction("extract", instruction, required=False)
         ctx = self._context(timeout=timeout)
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
-                                                                              screenshot=screenshot))
+                                                                              screenshot=screenshot),
+                               instruction=instruction)
 
     # --- agent and judge -------------------------------------------------------------------
 
-    def agent(
-        self,
-        *,
-        model: ModelSpec | None = None,
-        system_prompt: str | None = None,
-        tools: Sequence[Any] | None = None,
-        mode: Literal["dom", "cua"] = "dom",
-        allowed_domains: Sequence[str] | None = None,
-        **options: Any,
-    ) -> Agent:
+    def agent(self, config: AgentConfig | None = None, /, **options: Unpack[AgentOptions]) -> Agent:
         """A tool-using agent on this page; run a task with ``await agent.execute(instruction)``.
 
-        ``model`` defaults to this Stagehand's model; ``tools`` adds typed Python functions;
-        ``mode="cua"`` drives the page by screenshot and coordinates; ``allowed_domains``
-        (glob patterns) blocks every other navigation, request and new tab while a task runs.
-        Further options (``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
-        ``on_safety_check``, ...) are those of :class:`stagehand_py.agent.Agent`.
+        Options are an :class:`~stagehand_py.agent.AgentConfig`, or its fields as keywords (they
+        replace the config's): ``model`` defaults to this Stagehand's model; ``tools`` adds typed
+        Python functions; ``mode="cua"`` drives the page by screenshot and coordinates;
+        ``allowed_domains`` (glob patterns) blocks every other navigation, request and new tab
+        while a task runs; ``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
+        ``on_safety_check`` and the long-horizon options are described on ``AgentConfig``.
         """
-        from .agent import Agent
+        from .agent import Agent, AgentConfig
 
         self._check_open()
-        client = self._make_client(model) if model is not None else self._get_client()
-        return Agent(self, client=client, system_prompt=system_prompt, tools=tools, mode=mode,
-                     allowed_domains=allowed_domains, **options)
+        if config is not None and not isinstance(config, AgentConfig):
+            raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
+        settings = (config or AgentConfig()).replace(options)
+        client = self._make_client(settings.model) if settings.model is not None else self._get_client()
+        fallback = settings.fallback_model
+        if fallback is None or isinstance(fallback, LLMClient):
+            fallback_client = fallback
+        else:  # built like the Stagehand's own clients, but the fallback gets one attempt
+            config_ = {k: v for k, v in self._llm_config.items() if v is not None and k not in ("max_retries", "retry_policy")}
+            fallback_client = LLMClient(fallback, **config_, max_retries=0)
+        return Agent(self, settings, client=client, fallback_client=fallback_client)
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:
@@ -438,7 +608,8 @@ class Stagehand:
         from .agent._judge import evaluate_page
 
         client = self._make_client(model) if model is not None else self._get_client()
-        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot))
+        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot),
+                               instruction=question)
 
 
 def _check_instruction(what: str, instruction: object, *, required: bool) -> str | None:

@@ -6,9 +6,12 @@ from typing import Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .llm._usage import Usage
+
 __all__ = [
     "Action",
     "ActResult",
+    "SavedDownload",
     "ActionMethod",
     "VariableSpec",
     "VariableValue",
@@ -62,7 +65,10 @@ class Action(BaseModel):
     segment after an ``iframe[n]`` step is inside that frame's document) and through shadow
     roots (``//`` right after an element step enters that element's shadow root).
     ``arguments`` may hold ``%name%`` placeholders that ``act()`` fills from ``variables``
-    only at execution time.
+    only at execution time. ``missing_arguments`` names the placeholders ``observe()`` put
+    where the instruction gave no value (``observe("fill the search box")`` gives
+    ``fill ["%search%"]`` with ``missing_arguments=["search"]``): ``act()`` raises
+    :class:`~stagehand_py.UnknownVariableError` until ``variables=`` gives them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,6 +77,26 @@ class Action(BaseModel):
     description: str = Field(default="", description="What the element is and what the action does")
     method: str = Field(default="click", description="One of ActionMethod")
     arguments: list[str] = Field(default_factory=list, description="Method arguments; may hold %placeholders%")
+    missing_arguments: list[str] = Field(
+        default_factory=list,
+        description="Placeholders observe() put where the instruction gave no value (e.g. the text to fill): "
+        "act() needs variables= with these names, or an action with the value in its arguments",
+    )
+
+
+class SavedDownload(BaseModel):
+    """A file a page downloaded, saved by Stagehand (see ``Stagehand(downloads_dir=...)``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: Where the file is now (inside the downloads folder).
+    path: str
+    #: The name the site proposed (Content-Disposition or the link's ``download`` attribute).
+    suggested_filename: str
+    size: int
+    sha256: str
+    #: The URL the file came from.
+    url: str
 
 
 class ActResult(BaseModel):
@@ -86,6 +112,13 @@ class ActResult(BaseModel):
     healed: bool = False
     #: True when the action came from the action cache (no model call).
     cache_hit: bool = False
+    #: Seconds spent waiting for the page to render what the instruction names, after the
+    #: first read found nothing (0.0 when it was there at once, or the page stood still).
+    waited: float = 0.0
+    #: Model usage of this act() call (tokens, ``cost_usd``); zero for an Action run as given.
+    usage: Usage = Field(default_factory=Usage)
+    #: Files the action made the page download, saved in the downloads folder.
+    downloads: list[SavedDownload] = Field(default_factory=list)
 
 
 class VariableSpec(TypedDict, total=False):

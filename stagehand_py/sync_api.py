@@ -24,6 +24,7 @@ that made its page.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import (
     AsyncGenerator,
@@ -42,18 +43,20 @@ from ._logging import logger
 from ._stagehand import SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
-from ._types import Action, ActResult, Variables
+from ._types import Action, ActResult, SavedDownload, Variables
+from .browser._options import BrowserOptions
 from .llm import Metrics
 from .snapshot._model import Snapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from playwright.sync_api import Page
     from playwright.sync_api import Page as SyncPage
     from playwright.sync_api import Playwright as SyncPlaywright
 
     from .agent import Agent as AsyncAgent
-    from .agent import AgentEvent, AgentMode, AgentResult, EvaluateResult
+    from .agent import AgentConfig, AgentEvent, AgentMode, AgentOptions, AgentResult, EvaluateResult
 
 __all__ = ["Agent", "Stagehand"]
 
@@ -86,6 +89,8 @@ class Stagehand:
         token_budget: int = 16_000,
         dom_settle_timeout: float = 5.0,
         llm_options: LLMOptions | None = None,
+        follow_new_tabs: bool = True,
+        downloads_dir: str | os.PathLike[str] | None = None,
         _core: AsyncStagehand | None = None,
         _playwright: SyncPlaywright | None = None,
     ) -> None:
@@ -113,6 +118,8 @@ class Stagehand:
                     token_budget=token_budget,
                     dom_settle_timeout=dom_settle_timeout,
                     llm_options=llm_options,
+                    follow_new_tabs=follow_new_tabs,
+                    downloads_dir=downloads_dir,
                 )
 
             _core = run_sync(page, make())
@@ -131,6 +138,7 @@ class Stagehand:
         executable_path: str | None = None,
         args: Sequence[str] = (),
         viewport: dict[str, int] | None = None,
+        browser_options: BrowserOptions | None = None,
         **options: Unpack[StagehandOptions],
     ) -> Stagehand:
         """Start sync Playwright and a local Chromium; see :meth:`stagehand_py.Stagehand.launch`."""
@@ -143,6 +151,7 @@ class Stagehand:
                     executable_path=executable_path,
                     args=args,
                     viewport=viewport,
+                    browser_options=browser_options,
                     _playwright=async_view(playwright),
                     **options,
                 ),
@@ -153,11 +162,21 @@ class Stagehand:
             raise
 
     @classmethod
-    def connect(cls, cdp_url: str, **options: Unpack[StagehandOptions]) -> Stagehand:
-        """Attach to a running Chromium over CDP; see :meth:`stagehand_py.Stagehand.connect`."""
+    def connect(
+        cls,
+        cdp_url: str | None = None,
+        *,
+        ws_endpoint: str | None = None,
+        headers: dict[str, str] | None = None,
+        browser_options: BrowserOptions | None = None,
+        **options: Unpack[StagehandOptions],
+    ) -> Stagehand:
+        """Attach to a browser over CDP or to a Playwright server; see :meth:`stagehand_py.Stagehand.connect`."""
         playwright = _start_sync_playwright("Stagehand.connect()")
         try:
-            core = run_sync(playwright, AsyncStagehand.connect(cdp_url, _playwright=async_view(playwright), **options))
+            core = run_sync(playwright, AsyncStagehand.connect(
+                cdp_url, ws_endpoint=ws_endpoint, headers=headers, browser_options=browser_options,
+                _playwright=async_view(playwright), **options))
             return cls(sync_view(core.page), _core=core, _playwright=playwright)
         except BaseException:
             playwright.stop()
@@ -184,8 +203,36 @@ class Stagehand:
 
     @property
     def page(self) -> SyncPage:
-        """The sync Playwright ``Page`` this Stagehand drives."""
-        return self._page
+        """The sync Playwright ``Page`` this Stagehand drives (it follows new tabs)."""
+        page: SyncPage = sync_view(self._core.page)
+        return page
+
+    @property
+    def pages(self) -> list[Page]:
+        """The open tabs; see :attr:`stagehand_py.Stagehand.pages`."""
+        return [sync_view(page) for page in self._core.pages]
+
+    def switch_to_page(self, page: Page | int) -> None:
+        """Drive another tracked tab; see :meth:`stagehand_py.Stagehand.switch_to_page`."""
+        self._run(self._core.switch_to_page(page if isinstance(page, int) else async_view(page)))
+
+    def new_page(self, url: str | None = None) -> Page:
+        """Open a tab and drive it; see :meth:`stagehand_py.Stagehand.new_page`."""
+        created: Page = sync_view(self._run(self._core.new_page(url)))
+        return created
+
+    def close_page(self, page: Page | int | None = None) -> None:
+        """Close a tracked tab; see :meth:`stagehand_py.Stagehand.close_page`."""
+        self._run(self._core.close_page(page if page is None or isinstance(page, int) else async_view(page)))
+
+    @property
+    def downloads(self) -> list[SavedDownload]:
+        """Files downloaded so far; see :attr:`stagehand_py.Stagehand.downloads`."""
+        return self._core.downloads
+
+    def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Cookies and local storage, saved to ``path`` if given; see :meth:`stagehand_py.Stagehand.save_storage_state`."""
+        return self._run(self._core.save_storage_state(path))
 
     @property
     def metrics(self) -> Metrics:
@@ -268,32 +315,29 @@ class Stagehand:
 
     # --- agent and judge -------------------------------------------------------------------
 
-    def agent(
-        self,
-        *,
-        model: ModelSpec | None = None,
-        system_prompt: str | None = None,
-        tools: Sequence[Any] | None = None,
-        mode: Literal["dom", "cua"] = "dom",
-        allowed_domains: Sequence[str] | None = None,
-        **options: Any,
-    ) -> Agent:
+    def agent(self, config: AgentConfig | None = None, /, **options: Unpack[AgentOptions]) -> Agent:
         """A tool-using agent on this page; see :meth:`stagehand_py.Stagehand.agent`.
 
         Plain-function ``tools``, ``callbacks`` and ``on_safety_check`` run where sync
         Playwright calls work (one of Playwright's callback greenlets); a tool parameter named
         ``stagehand`` receives this sync Stagehand.
         """
-        tools = None if tools is None else [self._for_core(t) if _is_plain_callable(t) else t for t in tools]
-        if callable(options.get("on_safety_check")):
-            options["on_safety_check"] = self._for_core(options["on_safety_check"])
-        core = self._run(self._make_agent(model, system_prompt, tools, mode, allowed_domains, options))
+        from .agent import AgentConfig, Tool
+
+        if config is not None and not isinstance(config, AgentConfig):
+            raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
+        settings = (config or AgentConfig()).replace(options)
+        check = settings.on_safety_check
+        settings = dataclasses.replace(
+            settings,
+            tools=[t if isinstance(t, Tool) or not callable(t) else self._for_core(t) for t in settings.tools],
+            on_safety_check=self._for_core(check) if check is not None else None,
+        )
+        core = self._run(self._make_agent(settings))
         return Agent(self, core)
 
-    async def _make_agent(self, model: Any, system_prompt: Any, tools: Any, mode: Any, domains: Any, options: Any) -> AsyncAgent:
-        return self._core.agent(
-            model=model, system_prompt=system_prompt, tools=tools, mode=mode, allowed_domains=domains, **options
-        )
+    async def _make_agent(self, settings: AgentConfig) -> AsyncAgent:
+        return self._core.agent(settings)
 
     def _for_core(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` made callable from the async core: in a Playwright greenlet, this facade for the core."""
@@ -363,12 +407,6 @@ class Agent:
             return None
         listed = [callbacks] if callable(callbacks) else list(callbacks)
         return [self._stagehand._for_core(cb) for cb in listed]
-
-
-def _is_plain_callable(obj: Any) -> bool:
-    from .agent import Tool
-
-    return callable(obj) and not isinstance(obj, Tool)
 
 
 def _start_sync_playwright(what: str) -> SyncPlaywright:

@@ -14,13 +14,6 @@ import stagehand_py
 
 PACKAGE = Path(stagehand_py.__file__).parent
 
-#: The one cycle left, inside the agent: its CUA mode still uses the DOM loop's run state and step
-#: helpers (stagehand_py/agent/_loop.py). Splitting the agent into run/step/mode modules (issue 19)
-#: removes it; this set then becomes empty, and the test fails until it is updated.
-KNOWN_CYCLES = [
-    ["stagehand_py.agent._loop", "stagehand_py.agent.cua._mode", "stagehand_py.agent.cua._native"],
-]
-
 
 def module_names() -> dict[str, Path]:
     names = {}
@@ -99,11 +92,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def test_the_package_import_graph_has_no_cycle_but_the_known_one() -> None:
+def test_the_package_import_graph_has_no_cycle() -> None:
     known = module_names()
     graph = {module: imports_of(module, path, known) for module, path in known.items()}
     found = cycles(graph)
-    assert found == KNOWN_CYCLES, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+    assert found == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_agent_does_not_import_stagehand() -> None:
+    """The agent talks to the Driver protocol; Stagehand builds agents, never the other way."""
+    known = module_names()
+    agent = {m: p for m, p in known.items() if m.startswith("stagehand_py.agent")}
+    importers = sorted(m for m, p in agent.items() if "stagehand_py._stagehand" in imports_of(m, p, known))
+    assert importers == []
 
 
 def test_the_control_a_cycle_is_found() -> None:

@@ -21,6 +21,10 @@ PACKAGE = Path(stagehand_py.__file__).parent
 TOP_LEVEL = {
     "__version__",
     "Stagehand",
+    "BrowserOptions",
+    "ProxySettings",
+    "Geolocation",
+    "SavedDownload",
     "ModelSpec",
     "StagehandOptions",
     "LLMOptions",
@@ -46,7 +50,8 @@ TOP_LEVEL = {
 }
 
 #: Public modules besides the top level: each has a literal ``__all__`` whose names all resolve.
-PUBLIC_MODULES = ["stagehand_py", "stagehand_py.llm", "stagehand_py.testing", "stagehand_py.agent", "stagehand_py.sync_api"]
+PUBLIC_MODULES = ["stagehand_py", "stagehand_py.llm", "stagehand_py.testing", "stagehand_py.agent", "stagehand_py.sync_api",
+                  "stagehand_py.tracing", "stagehand_py.mcp"]
 
 
 def test_top_level_exports_exactly_the_pinned_names() -> None:
@@ -87,7 +92,7 @@ def test_the_control_a_computed_all_is_caught(tmp_path: Path) -> None:
 
 
 #: The packages users may import from; every other package's name starts with an underscore.
-PUBLIC_PACKAGES = {"agent", "batch", "llm", "snapshot", "testing", "browser"}
+PUBLIC_PACKAGES = {"agent", "batch", "llm", "snapshot", "testing", "browser", "tracing", "mcp"}
 
 
 def test_internal_packages_are_behind_underscores() -> None:

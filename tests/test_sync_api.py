@@ -292,7 +292,7 @@ def test_agent_tools_may_call_the_sync_api(sync_page: Page, server: Any) -> None
     agent = stagehand.agent(tools=[page_title])
     assert isinstance(agent, sync_api.Agent) and agent.mode == "dom"
     tool = next(t for t in agent._core._user_tools if t.name == "page_title")
-    run = SimpleNamespace(sh=stagehand._core)  # what the agent loop hands a tool: its (async) Stagehand
+    run = SimpleNamespace(driver=stagehand._core)  # what the agent hands a tool: its driver, the (async) Stagehand
     outcome = stagehand._run(tool.run(run, tool.args_model()))
     assert outcome.text == "Forms" and seen == [stagehand]
 
@@ -308,3 +308,17 @@ def test_sync_agent_mirrors_the_async_agent() -> None:
             async_params = [p for p in async_params if p[0] != "callbacks"]
         assert [p[:3] for p in sync_params] == [p[:3] for p in async_params], f"sync Agent.{name} drifted"
     assert isinstance(inspect.getattr_static(sync_api.Agent, "mode"), property)
+
+
+def test_tabs_and_downloads_through_the_sync_twin(sync_page: Page, tmp_path: Any) -> None:
+    sh = sync_api.Stagehand(sync_page, downloads_dir=tmp_path)
+    sync_page.set_content('<button onclick="window.open(\'about:blank\')">Open</button>'
+                          '<a href="data:text/plain,hello" download="hello.txt">Get</a>')
+    saved = sh.act(Action(selector="text=Get", method="click")).downloads
+    assert [d.suggested_filename for d in saved] == ["hello.txt"] and (tmp_path / "hello.txt").read_text() == "hello"
+    sh.act(Action(selector="text=Open", method="click"))
+    assert len(sh.pages) == 2 and sh.page is not sync_page and sh.pages[0] is sync_page
+    sh.switch_to_page(sync_page)
+    assert sh.page is sync_page
+    sh.close_page(1)
+    assert sh.pages == [sync_page] and sh.downloads == saved

@@ -35,10 +35,12 @@ def test_the_control_a_wrong_call_is_reported(tmp_path: Path) -> None:
     bad = tmp_path / "bad_script.py"
     bad.write_text(
         "from stagehand_py import Stagehand\nfrom stagehand_py.llm import SystemMessage\n"
-        "Stagehand(page='not a page')\nSystemMessage(3)\n",
+        "Stagehand(page='not a page')\nSystemMessage(3)\n"
+        "def use(sh: Stagehand) -> None:\n    sh.agent(mode='web', max_step=3)\n",
         encoding="utf-8",
     )
     result = _mypy(bad, tmp_path / "cache")
     assert result.returncode == 1
     assert 'Argument "page" to "Stagehand"' in result.stdout
     assert 'Argument 1 to "SystemMessage"' in result.stdout
+    assert '"mode" to "agent" of "Stagehand"' in result.stdout and '"max_step"' in result.stdout, result.stdout

@@ -19,6 +19,9 @@ from ._settle import (
     DEFAULT_QUIET_MS,
     DEFAULT_SETTLE_TIMEOUT_MS,
     PageWatch,
+    late_content_window,
+    page_clock,
+    wait_for_change,
     wait_for_settled_dom,
     watch_page,
 )
@@ -37,6 +40,8 @@ __all__ = [
     "PageWatch",
     "execute_action",
     "install_page_helpers",
+    "late_content_window",
+    "page_clock",
     "normalize_method",
     "parse_canonical_xpath",
     "placeholder_descriptions",
@@ -44,6 +49,7 @@ __all__ = [
     "resolve_element",
     "secret_values",
     "substitute",
+    "wait_for_change",
     "wait_for_settled_dom",
     "watch_page",
 ]

@@ -25,6 +25,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from .._errors import ActionError, InvalidArgumentError, PageClosedError, StagehandError
 from .._types import Action, VariableValue
+from ..tracing._spans import traced_action
 from ._methods import MethodCall, check_arity
 from ._resolve import DEFAULT_TIMEOUT, resolve_element
 from ._translate import redact, safe_cause, translate_error
@@ -38,6 +39,12 @@ logger = logging.getLogger("stagehand_py._actions")
 def _remaining_ms(deadline: float) -> float:
     # Playwright reads timeout=0 as "no timeout"; never hand it zero or less.
     return max(1.0, (deadline - time.monotonic()) * 1000)
+
+
+def _element_id(selector: str, xpath_map: Mapping[str, str] | None) -> str | None:
+    """The snapshot id of the element ``selector`` names, when the caller passed the map."""
+    xpath = selector.removeprefix("xpath=")
+    return next((element_id for element_id, known in (xpath_map or {}).items() if known == xpath), None)
 
 
 async def execute_action(
@@ -109,7 +116,7 @@ async def execute_action(
     call = MethodCall(page=page, element=element, selector=selector, timeout_ms=_remaining_ms(deadline), resolve=resolve_other)
     failure: tuple[BaseException, BaseException] | None = None
     try:
-        await spec.run(call, params)
+        await traced_action(spec.name, selector, lambda: spec.run(call, params), element_id=_element_id(selector, xpath_map))
     except PlaywrightError as exc:
         error = translate_error(
             exc,

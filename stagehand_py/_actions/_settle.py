@@ -16,6 +16,12 @@ reached through ``connect_over_cdp`` and cost no extra session.
 Requests that started before the watch began cannot be seen, so the operations layer should
 open a :class:`PageWatch` *before* executing an action and wait on it afterwards;
 :func:`wait_for_settled_dom` is the standalone form for "wait now".
+
+Late content: a single-page app renders its data a second or more after ``load`` (a
+``setTimeout``, a ``fetch``), long after the network went quiet. :func:`late_content_window`
+tells how long the page can still be expected to change (still loading, mutated or fetched
+within the window, or young and scripted) and :func:`wait_for_change` waits for the next DOM
+change; the operations use them to look again when they found nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ __all__ = [
     "DEFAULT_QUIET_MS",
     "DEFAULT_SETTLE_TIMEOUT_MS",
     "PageWatch",
+    "late_content_window",
+    "page_clock",
+    "wait_for_change",
     "wait_for_settled_dom",
     "watch_page",
 ]
@@ -207,3 +216,94 @@ async def wait_for_settled_dom(
     """
     async with watch_page(page) as watch:
         await watch.wait_for_settled(quiet_ms=quiet_ms, timeout_ms=timeout_ms, long_poll_ms=long_poll_ms)
+
+
+# A DOM change that counts. Not: <style> elements coming and going, or the inline style of a
+# text field (a screenshot hides the caret that way; taking one is not the page changing).
+_SEEN_CHANGE_JS = """(records) => records.some((r) => {
+  if (r.type === 'childList') return [...r.addedNodes, ...r.removedNodes].some((n) => n.nodeName !== 'STYLE');
+  const target = r.target.nodeType === 1 ? r.target : r.target.parentNode;
+  if (!target || target.nodeName === 'STYLE') return false;
+  return !(r.attributeName === 'style' && (target.nodeName === 'INPUT' || target.nodeName === 'TEXTAREA'
+                                          || target.isContentEditable));
+})"""
+_OBSERVED = "{subtree: true, childList: true, characterData: true, attributes: true}"
+
+# Installed once per document (under a symbol the page's own code does not use): the time of
+# the last DOM change, so "did it change recently?" is answerable later without waiting.
+_ACTIVITY_JS = """(windowMs) => {
+  const key = Symbol.for('stagehand_py.activity');
+  let box = document[key];
+  if (!box) {
+    box = {last: -1};
+    Object.defineProperty(document, key, {value: box});
+    const counts = SEEN_CHANGE;
+    new MutationObserver((records) => { if (counts(records)) box.last = performance.now(); }).observe(document, OBSERVED);
+  }
+  const now = performance.now();
+  const fetched = performance.getEntriesByType('resource').some(
+    (e) => (e.initiatorType === 'fetch' || e.initiatorType === 'xmlhttprequest') && now - e.responseEnd < windowMs);
+  return {age: now, scripts: document.scripts.length, loading: document.readyState !== 'complete',
+          mutated: box.last >= 0 && now - box.last < windowMs, fetched};
+}""".replace("SEEN_CHANGE", _SEEN_CHANGE_JS).replace("OBSERVED", _OBSERVED)
+
+# Resolves true at the next DOM change (or at once when one came after page time ``after``),
+# false when ``ms`` pass without one.
+_NEXT_CHANGE_JS = """({ms, after}) => new Promise((resolve) => {
+  const box = document[Symbol.for('stagehand_py.activity')];
+  if (box && after !== null && box.last > after) { resolve(true); return; }
+  const counts = SEEN_CHANGE;
+  const observer = new MutationObserver((records) => {
+    if (counts(records)) { observer.disconnect(); clearTimeout(timer); resolve(true); }
+  });
+  const timer = setTimeout(() => { observer.disconnect(); resolve(false); }, ms);
+  observer.observe(document, OBSERVED);
+})""".replace("SEEN_CHANGE", _SEEN_CHANGE_JS).replace("OBSERVED", _OBSERVED)
+
+
+async def page_clock(page: Page) -> float | None:
+    """The main document's clock (``performance.now()``, ms), and from now on its DOM changes
+    are noted (for :func:`late_content_window` and :func:`wait_for_change`); None mid-navigation."""
+    try:
+        return float((await page.main_frame.evaluate(_ACTIVITY_JS, 0))["age"])
+    except PlaywrightError:
+        return None
+
+
+async def late_content_window(page: Page, *, window_s: float) -> float:
+    """Seconds within which ``page`` can still be expected to change by itself (0.0: it stands still).
+
+    ``window_s`` when it is still loading, or its DOM changed or a fetch/XHR finished within
+    the window (DOM changes are counted from the first call on that document); when it is
+    merely young and runs scripts (a single-page app that may render its data any moment),
+    what is left of the window since it loaded. A static page that loaded long ago: 0.0,
+    looking again would only waste the wait.
+    """
+    window_ms = window_s * 1000
+    try:
+        state = await page.main_frame.evaluate(_ACTIVITY_JS, window_ms)
+    except PlaywrightError:
+        return window_s  # the document is being replaced: a navigation is under way
+    if state["loading"] or state["mutated"] or state["fetched"]:
+        return window_s
+    if state["scripts"] > 0:
+        return max(0.0, (window_ms - float(state["age"])) / 1000)
+    return 0.0
+
+
+async def wait_for_change(page: Page, *, timeout_s: float, after: float | None = None) -> bool:
+    """Wait for the next DOM change of ``page``'s main document, at most ``timeout_s``; True if one came.
+
+    ``after`` (a :func:`page_clock` reading): a change noted since then counts at once, so a
+    change between reading the page and calling this is not missed. A navigation (the document
+    replaced) counts as a change.
+    """
+    if timeout_s <= 0:
+        return False
+    try:
+        async with asyncio.timeout(timeout_s + 1):  # the page's own timer ends it; this guards a frozen page
+            return bool(await page.main_frame.evaluate(_NEXT_CHANGE_JS, {"ms": timeout_s * 1000, "after": after}))
+    except PlaywrightError:
+        return not page.is_closed()
+    except TimeoutError:
+        return False

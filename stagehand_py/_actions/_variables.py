@@ -35,8 +35,6 @@ PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-
-
 def _check_names(variables: Mapping[str, object]) -> None:
     if not isinstance(variables, Mapping):
         # A list or a string here used to fail deep inside with AttributeError.

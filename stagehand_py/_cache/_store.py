@@ -19,36 +19,23 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from .._errors import CacheError
 from .._types import Action
+from .._util import normalise_url, write_json_atomic
 
-__all__ = ["ActionCache", "CacheEntry", "CacheKey", "ElementIdentity", "normalize_url"]
+__all__ = ["ActionCache", "CacheEntry", "CacheKey", "ElementIdentity"]
 
 logger = logging.getLogger("stagehand_py._cache")
 
 FORMAT = "stagehand_py.action_cache/1"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def normalize_url(url: str) -> str:
-    """``url`` without fragment, default port or case differences in scheme/host; query sorted."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    port = parts.port
-    netloc = host if port is None or _DEFAULT_PORTS.get(scheme) == port else f"{host}:{port}"
-    query = urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True)))
-    return urlunsplit((scheme, netloc, parts.path or "/", query, ""))
 
 
 @dataclass(frozen=True)
@@ -103,7 +90,7 @@ class ActionCache:
 
     def key(self, kind: Literal["act", "observe"], instruction: str, url: str, variables: Iterable[str],
             selector: str | None = None) -> CacheKey:
-        return CacheKey(kind, instruction.strip(), normalize_url(url), tuple(sorted(variables)), selector)
+        return CacheKey(kind, instruction.strip(), normalise_url(url), tuple(sorted(variables)), selector)
 
     def path(self, key: CacheKey) -> Path:
         return self.directory / key.filename
@@ -162,16 +149,7 @@ class ActionCache:
         }
         path = self.path(key)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(entry, handle, indent=2, ensure_ascii=False)
-                    handle.write("\n")
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_json_atomic(path, entry)
         except OSError as exc:
             raise CacheError(f"cannot write cache entry {path}: {exc}. Check that cache_dir is writable.") from exc
         logger.debug("cache entry written: %s", path.name)

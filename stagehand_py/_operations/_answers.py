@@ -1,6 +1,14 @@
 """The model's element answers checked against the page and turned into Actions.
 
-Problems are worded for the model: they are sent back to it as a re-ask.
+Problems are worded for the model: they are sent back to it as a re-ask. What a good model
+reasonably answers is taken rather than re-asked:
+
+- an ``<option>`` line of a native ``<select>`` picked for ``select_option`` or ``click``
+  becomes ``select_option`` of that option's label on its ``<select>`` (what a user means);
+- with ``missing_values=True`` (observe, act's planner), ``fill``/``type``/``select_option``/
+  ``press`` without the value the instruction did not give are kept: the value becomes a
+  ``%placeholder%`` named after the element, listed in ``Action.missing_arguments``, for the
+  caller to fill with ``variables=`` (act refuses to run it before).
 """
 
 from __future__ import annotations
@@ -15,9 +23,13 @@ from .._prompts.observe import ObservedElement
 from .._types import Action
 from ..snapshot import Snapshot
 
-__all__ = ["check_elements", "element_id", "example_id", "to_action"]
+__all__ = ["VALUE_ARGUMENTS", "check_elements", "element_id", "example_id", "to_action"]
 
 _ID = re.compile(r"^\[?\s*(\d+-\d+)\s*\]?$")
+# A native <select>'s option (maybe inside an <optgroup>): the path of the select, then the option.
+_OPTION_PATH = re.compile(r"^(?P<select>.*/select\[\d+\])(?:/optgroup\[\d+\])?/option\[\d+\]$")
+#: Methods whose one argument is a value only the caller can know, and what it is called.
+VALUE_ARGUMENTS = {"fill": "text", "type": "text", "select_option": "option", "press": "key"}
 
 
 def element_id(raw: str, snapshot: Snapshot) -> str | None:
@@ -38,21 +50,56 @@ def example_id(snapshot: Snapshot) -> str:
     return f", e.g. '{first}'" if first is not None else ""
 
 
-def to_action(snapshot: Snapshot, eid: str, *, description: str, method: str, arguments: Sequence[str]) -> Action:
+def to_action(snapshot: Snapshot, eid: str, *, description: str, method: str, arguments: Sequence[str],
+              missing: Sequence[str] = ()) -> Action:
     """An Action on element ``eid`` of ``snapshot``; a drag target given as an id becomes its selector."""
     args = [str(a) for a in arguments]
     if method == "drag_and_drop" and args:
         target = element_id(args[0], snapshot)
         if target is not None:
             args[0] = f"xpath={snapshot.xpath_map[target]}"
-    return Action(selector=f"xpath={snapshot.xpath_map[eid]}", description=description, method=method, arguments=args)
+    return Action(selector=f"xpath={snapshot.xpath_map[eid]}", description=description, method=method, arguments=args,
+                  missing_arguments=list(missing))
 
 
-def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot,
-                   variables: Mapping[str, str]) -> tuple[list[str], list[Action]]:
-    """Map the model's elements to Actions; list what is wrong (unknown id, placeholder, arguments)."""
+def _as_select(snapshot: Snapshot, eid: str, method: str, arguments: Sequence[str],
+               ids_by_path: Mapping[str, str]) -> tuple[str, str, list[str]]:
+    """(id, method, arguments), with an option of a native select picked for ``select_option``
+    or ``click`` turned into ``select_option`` of its label on the select itself."""
+    m = _OPTION_PATH.match(snapshot.xpath_map[eid])
+    select = ids_by_path.get(m.group("select")) if m else None
+    option = snapshot.element(eid)
+    if select is None or option is None or method not in ("select_option", "click") or not option.name:
+        return eid, method, list(arguments)
+    given = [a for a in arguments if a]
+    return select, "select_option", given if method == "select_option" and given else [option.name]
+
+
+def _placeholder(snapshot: Snapshot, eid: str, method: str, taken: set[str]) -> str:
+    """A placeholder name for the value of ``method`` on ``eid``: the element's name as a word
+    (``search_products``), else the argument's kind (``text``); never one already ``taken``."""
+    element = snapshot.element(eid)
+    word = re.sub(r"[^a-z0-9]+", "_", (element.name if element else "").lower()).strip("_")[:32].strip("_")
+    base = word if word and not word[0].isdigit() else VALUE_ARGUMENTS[method]
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, variables: Mapping[str, str], *,
+                   missing_values: bool = False) -> tuple[list[str], list[Action]]:
+    """Map the model's elements to Actions; list what is wrong (unknown id, placeholder, arguments).
+
+    ``missing_values``: a value method without its value is kept (see the module docstring).
+    """
     problems: list[str] = []
     actions: list[Action] = []
+    ids_by_path = {path: eid for eid, path in snapshot.xpath_map.items()}
+    # Placeholder names are unique within the answer; one that equals a given variable's name
+    # (the field's own name) is filled by that variable.
+    taken: set[str] = set()
     for n, element in enumerate(elements):
         eid = element_id(element.element_id, snapshot)
         if eid is None:
@@ -69,11 +116,16 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot,
                 f"variable (available: {available})"
             )
             continue
+        eid, method, arguments = _as_select(snapshot, eid, element.method, element.arguments, ids_by_path)
+        missing: list[str] = []
+        if missing_values and method in VALUE_ARGUMENTS and not [a for a in arguments if a.strip()]:
+            missing = [_placeholder(snapshot, eid, method, taken)]
+            arguments = [f"%{missing[0]}%"]
         try:
-            check_arity(element.method, element.arguments)
+            check_arity(method, arguments)
         except InvalidArgumentError as exc:
             problems.append(f"elements[{n}]: {exc}")
             continue
-        actions.append(to_action(snapshot, eid, description=element.description, method=element.method,
-                                 arguments=element.arguments))
+        actions.append(to_action(snapshot, eid, description=element.description, method=method, arguments=arguments,
+                                 missing=missing))
     return problems, actions

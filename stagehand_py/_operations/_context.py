@@ -32,6 +32,9 @@ class OperationContext:
     #: Every variable seen by this Stagehand (name -> spec); their values are redacted from
     #: all page text sent to the model, also in later calls that pass no variables.
     known_variables: dict[str, VariableValue] = field(default_factory=dict)
+    #: This call's variables as the model may see them (``%name%`` -> description), computed
+    #: once per call; the names were checked when they were.
+    variable_descriptions: dict[str, str] = field(default_factory=dict)
     #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
     deadline: float | None = None
     #: selector -> identity (role, name) of the element in the snapshot each action of this

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .._actions import DEFAULT_TIMEOUT, execute_action, placeholder_descriptions, resolve_element, watch_page
+from .._actions import DEFAULT_TIMEOUT, execute_action, resolve_element, watch_page
 from .._cache import CacheEntry, ElementIdentity
 from .._errors import ActionError, ActionFailedError, ElementNotFoundError, StagehandTimeoutError
 from .._prompts.act import heal_system, heal_user
@@ -67,7 +67,7 @@ async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mappin
 
     ``why`` completes "<method> on <selector> ..." in the error when nothing fits.
     """
-    healed = await heal(ctx, action, placeholder_descriptions(variables))
+    healed = await heal(ctx, action, ctx.variable_descriptions)
     if healed is None:
         raise ElementNotFoundError(
             f"{action.method} on {action.selector} {why} and self-heal found no element matching "

@@ -11,19 +11,26 @@ the same steps, written here once:
 3. :func:`ask_parts`: per chunk a fresh fence, the caller's prompt, an optional screenshot
    (vision, see :mod:`._vision`), choice mode for element questions when the client asks for
    it (:mod:`._choice`), and one structured answer that also passes the caller's ``check``
-   (the LLM client's single re-ask loop), until the caller is done.
+   (the LLM client's single re-ask loop), until the caller is done;
+4. :func:`look`: when that found nothing (no element, required data still empty) and the page
+   can still change by itself (loading, recently mutated or fetching: for up to
+   ``dom_settle_timeout`` seconds; young and scripted: until it is that old; see
+   :func:`~stagehand_py._actions.late_content_window`), wait for the next DOM change, read the
+   page again and ask again, only when the outline really changed, until something is found
+   or the time is up; the result says how long it waited.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from .._actions import wait_for_settled_dom
+from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
 from .._prompts.common import Fence
 from .._secrets import redact_text
 from .._types import VariableValue
@@ -35,11 +42,13 @@ from ._context import OperationContext
 from ._relevance import rank_chunks
 from ._vision import VisionMode, plan_requests, with_annotated_screenshot
 
-__all__ = ["PageParts", "PageRead", "Prompt", "ask", "ask_parts", "new_lines", "read_page", "settle", "split_page"]
+__all__ = ["Looked", "PageParts", "PageRead", "Prompt", "ask", "ask_parts", "look", "new_lines", "read_page", "settle",
+           "split_page"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: Builds a request's (system, user) text from its fence, the chunk's page text and which part
 #: it is (``(n, of)``; None when the page goes whole).
@@ -55,6 +64,8 @@ class PageRead:
 
     snapshot: Snapshot
     text: str
+    #: The page's clock (ms) when it was read; None when unknown.
+    clock: float | None = None
 
 
 @dataclass(frozen=True)
@@ -69,9 +80,62 @@ class PageParts:
         return (chunk.index + 1, self.total) if self.total > 1 else None
 
 
-async def settle(ctx: OperationContext) -> None:
-    """Wait for the page to go quiet before reading it (capped; never raises for the cap)."""
+async def settle(ctx: OperationContext) -> float | None:
+    """Wait for the page to go quiet before reading it (capped; never raises for the cap).
+
+    Returns the page's clock then (:func:`~stagehand_py._actions.page_clock`); from then on the
+    page's DOM changes are noted, so :func:`look` misses none that came while the model thought.
+    """
     await wait_for_settled_dom(ctx.page, quiet_ms=300, timeout_ms=ctx.dom_settle_timeout * 1000)
+    return await page_clock(ctx.page)
+
+
+@dataclass(frozen=True)
+class Looked(Generic[R]):
+    """What :func:`look` found, on which read of the page, after how long a wait."""
+
+    value: R
+    page: PageRead
+    #: Seconds spent waiting for the page to change after the first read found nothing (0.0
+    #: when the first read found it, or the page could not change by itself).
+    waited: float
+
+
+async def look(ctx: OperationContext, read: Callable[[], Awaitable[PageRead]],
+               attempt: Callable[[PageRead], Awaitable[R]], found: Callable[[R], bool]) -> Looked[R]:
+    """``attempt`` on a read of the page; when it found nothing and the page may still change,
+    wait for changes and attempt again on each changed read (see the module docstring, step 4).
+
+    The wait is bounded by ``ctx.dom_settle_timeout`` (and the verb's own deadline). The model is
+    asked again only when the outline changed, never for a page that merely flickered.
+    """
+    page = await read()
+    value = await attempt(page)
+    if found(value):
+        return Looked(value, page, 0.0)
+    window = await late_content_window(ctx.page, window_s=ctx.dom_settle_timeout)
+    if window <= 0:
+        return Looked(value, page, 0.0)
+    begin = time.monotonic()
+    end = begin + window
+    if ctx.deadline is not None:
+        end = min(end, ctx.deadline - 1.0)  # leave time to answer before the verb times out
+    logger.info("nothing found yet and the page is still changing; looking again for up to %.1f s", end - begin)
+    clock = page.clock
+    while (left := end - time.monotonic()) > 0:
+        if not await wait_for_change(ctx.page, timeout_s=left, after=clock):
+            break
+        again = await read()
+        clock = again.clock
+        if again.text == page.text:
+            continue
+        page = again
+        value = await attempt(page)
+        if found(value):
+            break
+    waited = time.monotonic() - begin
+    logger.info("looked again for %.1f s: %s", waited, "found" if found(value) else "still nothing")
+    return Looked(value, page, waited)
 
 
 async def read_page(ctx: OperationContext, *, selector: str | None = None, ignore_selectors: Sequence[str] = (),
@@ -80,13 +144,13 @@ async def read_page(ctx: OperationContext, *, selector: str | None = None, ignor
 
     ``confidence=True`` also measures the snapshot's DOM confidence (for ``vision="auto"``).
     """
-    await settle(ctx)
+    clock = await settle(ctx)
     snapshot = await (ctx.snapshot(selector=selector, confidence=True) if confidence else ctx.snapshot(selector=selector))
     text = snapshot.tree
     for ignored in ignore_selectors:
         gone = set((await ctx.snapshot(selector=ignored)).xpath_map)
         text = "\n".join(line for line in text.split("\n") if _line_id(line) not in gone)
-    return PageRead(snapshot, redact(ctx.known_variables, text))
+    return PageRead(snapshot, redact(ctx.known_variables, text), clock)
 
 
 def redact(variables: Mapping[str, VariableValue], text: str) -> str:
@@ -109,14 +173,15 @@ def new_lines(before: str, after: str) -> str:
 
 
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,
-               rank_by: str | None, choice: bool = False, extra_reserve: int = 0) -> PageParts:
+               rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0) -> PageParts:
     """``text`` in pieces that fit one request of ``prompt`` with ``output``, ranked by relevance
-    to ``rank_by`` (page order when None or when nothing decides)."""
+    to ``rank_by`` (and, weighing less, the words of ``hints``: a schema's field names); page
+    order when None or when nothing decides."""
     system, user = prompt(Fence(), "", _SAMPLE_PART)
     budget = chunk_budget(ctx.token_budget, [SystemMessage(system), UserMessage(user)], output,
                           extra_reserve=extra_reserve, choice=choice)
     chunks = pieces(text, budget)
-    return PageParts(rank_chunks(chunks, rank_by), len(chunks))
+    return PageParts(rank_chunks(chunks, rank_by, hints=hints), len(chunks))
 
 
 async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel] | dict[str, Any], *, purpose: str,

@@ -1,10 +1,13 @@
 """act(): run an Action (no model), or plan one action from an instruction and run it.
 
 - Planning reads a fresh snapshot (split and ranked like observe, see :mod:`._pipeline`) and
-  asks for one element.
+  asks for one element; when none fits while the page is still changing, it looks again as
+  the page changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 - Custom dropdowns take two steps: when the model says its click opens options, the page is
   read again after the click, the outlines are diffed, and the model picks the option among
   the new lines only.
+- An action whose value the instruction did not give (``Action.missing_arguments``) runs only
+  once ``variables=`` gives it: else a typed :class:`UnknownVariableError` saying so.
 - Every action runs through :mod:`._heal`: identity check first, self-heal when it fails, and
   cache replay with no model call.
 """
@@ -14,24 +17,41 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .._actions import placeholder_descriptions
+from .._errors import UnknownVariableError
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence
 from .._types import Action, ActResult, VariableValue
-from ._answers import check_elements
+from ._answers import VALUE_ARGUMENTS, check_elements
 from ._context import OperationContext
 from ._heal import replay, run_action, run_checked
 from ._identity import remember
-from ._pipeline import PageRead, ask_parts, new_lines, read_page, split_page
+from ._pipeline import PageRead, ask_parts, look, new_lines, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
 from .observe import MAX_PARTS
 
-__all__ = ["act_action", "act_instruction"]
+__all__ = ["act_action", "act_instruction", "require_values"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
 
+def require_values(action: Action, variables: Mapping[str, VariableValue]) -> None:
+    """Refuse, before the browser, an action whose value the instruction never gave and the
+    caller has not given either (``Action.missing_arguments`` not in ``variables``)."""
+    missing = [name for name in action.missing_arguments if name not in variables]
+    if not missing:
+        return
+    what = VALUE_ARGUMENTS.get(action.method, "value")
+    raise UnknownVariableError(
+        f"{action.method} on {action.description or action.selector!r} has no {what}: the instruction gave none, "
+        f"so its argument is the placeholder {', '.join(f'%{m}%' for m in missing)}. Pass a value for it, e.g. "
+        f"act(action, variables={{{missing[0]!r}: ...}}), or act on an Action whose arguments hold the value or a "
+        "%placeholder% of yours.",
+        missing=missing, available=sorted(variables),
+    )
+
+
 async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
+    require_values(action, variables)
     ran, healed = await run_checked(ctx, action, variables)
     return ActResult(
         success=True,
@@ -52,7 +72,7 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 
     def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
         opens.append(out.opens_options)
-        return check_elements(out.elements[:1], page.snapshot, variables)
+        return check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode)
     answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
@@ -88,7 +108,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
 async def act_instruction(ctx: OperationContext, instruction: str, variables: Mapping[str, VariableValue],
                           vision: VisionMode = "auto") -> ActResult:
     check_vision(vision, "act")
-    descriptions = placeholder_descriptions(variables)
+    descriptions = ctx.variable_descriptions
     key = None
     if ctx.cache is not None:
         key = ctx.cache.key("act", instruction, ctx.page.url, descriptions)
@@ -99,11 +119,16 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
     if vision is True:
         require_sight(client, "act(vision=True)")
     sees = vision is not False and model_sees(client)
-    page = await read_page(ctx, confidence=vision == "auto" and sees)
-    action, opens = await _plan(ctx, instruction, page, descriptions, vision, sees)
+    looked = await look(ctx, lambda: read_page(ctx, confidence=vision == "auto" and sees),
+                        lambda page: _plan(ctx, instruction, page, descriptions, vision, sees),
+                        found=lambda planned: planned[0] is not None)
+    (action, opens), page = looked.value, looked.page
     if action is None:
         logger.info("act %r: no element fits", instruction)
-        return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}.")
+        waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
+        return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}{waited}.",
+                         waited=looked.waited)
+    require_values(action, variables)
     remember(ctx, page.snapshot, [action])
     ran, healed = await run_checked(ctx, action, variables)  # the page may have changed while the model thought
     done = [ran]

@@ -5,6 +5,12 @@ is split into chunks ranked by relevance to the instruction and sent one per req
 first, until one yields elements, at most :data:`MAX_PARTS` requests (see :mod:`._pipeline`).
 Without an instruction the chunks keep page order (the top of the page first).
 
+Values the instruction did not give (``observe("fill the search box")``) are not an error:
+the action comes back with a ``%placeholder%`` for them, named in ``Action.missing_arguments``.
+
+Late content: when nothing matched and the page is still changing, the page is read and asked
+again as it changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
+
 Choice mode (``LLMClient.choice_mode``, on for local models): the model picks among the chunk's
 actionable lines instead of writing ids; see :mod:`._choice`.
 """
@@ -21,7 +27,7 @@ from ._answers import check_elements
 from ._context import OperationContext
 from ._heal import cached_actions_valid
 from ._identity import identity_in, remember
-from ._pipeline import ask_parts, read_page, split_page
+from ._pipeline import PageRead, ask_parts, look, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
 
 __all__ = ["MAX_PARTS", "observe"]
@@ -58,21 +64,26 @@ async def observe(
     if vision is True:
         require_sight(client, "observe(vision=True)")
     sees = vision is not False and model_sees(client)
-    page = await read_page(ctx, selector=selector, ignore_selectors=ignore_selectors,
-                           confidence=vision == "auto" and sees)
     text = instruction or DEFAULT_OBSERVE_INSTRUCTION
 
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         return observe_system(fence), observe_user(text, outline, fence, variables=variables, part=part)
 
-    parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode)
-    answers = await ask_parts(
-        ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="observe",
-        check=lambda out: check_elements(out.elements, page.snapshot, variables), done=bool,
-        limit=MAX_PARTS, vision=vision, sees=sees, elements=True, instruction=instruction,
-    )
-    actions = answers[-1] if answers else []
-    logger.info("observe %r: %d action(s) from %d part(s)", text, len(actions), parts.total)
+    async def attempt(page: PageRead) -> list[Action]:
+        parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode)
+        answers = await ask_parts(
+            ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="observe",
+            check=lambda out: check_elements(out.elements, page.snapshot, variables, missing_values=True), done=bool,
+            limit=MAX_PARTS, vision=vision, sees=sees, elements=True, instruction=instruction,
+        )
+        logger.info("observe %r: %d action(s) from %d part(s)", text, len(answers[-1]) if answers else 0, parts.total)
+        return answers[-1] if answers else []
+
+    looked = await look(ctx, lambda: read_page(ctx, selector=selector, ignore_selectors=ignore_selectors,
+                                               confidence=vision == "auto" and sees), attempt, found=bool)
+    actions, page = looked.value, looked.page
+    if not actions and looked.waited:
+        logger.info("observe %r: nothing matching after waiting %.1f s for the page to change", text, looked.waited)
     remember(ctx, page.snapshot, actions)  # act(action) checks the element is still the one observed
     if key is not None and actions:
         ctx.cache.store(key, actions, [identity_in(page.snapshot, a.selector, ctx.known_variables) for a in actions])

@@ -48,6 +48,8 @@ def act_system(fence: Fence) -> str:
         "with the option's label. For a custom dropdown whose options are not shown yet, click it "
         "and set opens_options to true; you will then be shown the options that appeared.\n"
         "- When no element can carry out the instruction, return an empty list.\n"
+        "- When the instruction gives no value to fill, type, select or press, leave the arguments "
+        "empty ([]) rather than invent one: the user will supply it.\n"
         f"{METHODS_GUIDE}\n\n"
         f"{fence_rules(fence)}"
     )

@@ -22,6 +22,10 @@ __all__ = [
     "agent_system_prompt",
     "blocked_message",
     "budget_warning",
+    "choice_step_output_messages",
+    "choice_step_state",
+    "choice_step_system_prompt",
+    "choice_step_task",
     "consolidation_messages",
     "cua_final_output_messages",
     "cua_native_status",
@@ -56,6 +60,9 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "press_keys": "Press keys on the focused element, e.g. 'Enter', 'Escape', 'Control+A'.",
     "wait": "Wait for the page (seconds, at most 10).",
     "screenshot": "Take a screenshot of the viewport; you will see it with the next step.",
+    "list_tabs": "List the open tabs (number, title, URL); a link or button may have opened a new one.",
+    "switch_tab": "Control another open tab, by its number in list_tabs.",
+    "close_tab": "Close a tab (the current one when no number is given); the tab used before it becomes current.",
     "outline": "Show part N of the page outline when the page is longer than one part.",
     "think": "Think without acting: plan, or reconsider after a failure.",
     "save_progress": "Save data collected so far. It is merged into what was saved before: lists are "
@@ -210,7 +217,7 @@ def state_message(
         f"Current tab: {fence.wrap(f'URL: {url}' + chr(10) + f'Title: {title}', 'tab')}",
     ]
     if tabs > 1:
-        lines.append(f"{tabs} tabs are open; you control the first one.")
+        lines.append(f"{tabs} tabs are open (list_tabs shows them; switch_tab changes the one you control).")
     if outline is not None:
         where = ""
         if outline_part is not None and outline_part[1] > 1:
@@ -365,3 +372,62 @@ def expected_items_reached(count: int, expected: int) -> str:
 
 def pagination_bonus_note(bonus: int, max_steps: int) -> str:
     return f"(Pagination: {bonus} bonus step(s) granted for moving to the next page; the budget is now {max_steps} steps.)"
+
+
+# --- the choice step (small models) ------------------------------------------------------------
+
+
+def choice_step_system_prompt(fence: Fence) -> str:
+    """The choice step's system prompt: short and the same for every step and run, so a local
+    model's prompt cache keeps it (and the task after it) across steps."""
+    return (
+        "You control a web browser to do a task for the user, one action per step. Each step shows "
+        "the task, what you did so far, and the current page: its text and a numbered list of the "
+        "actions possible now.\n"
+        "Answer with JSON: \"next_goal\" (a few words: what this action is for), \"choice\" (one action "
+        "copied exactly from the list) and \"value\":\n"
+        "- 'type into ...': value is the text to type (a %placeholder% where the task gives one);\n"
+        "- 'select in ...': value is the option to choose;\n"
+        "- 'note': value is what to remember (data you found, progress so far);\n"
+        "- 'done': value is the answer or a short summary of what was done;\n"
+        "- 'fail': value says why the task cannot be done;\n"
+        "- any other action: value is \"\".\n"
+        "Rules: check the page before you choose 'done'; do not repeat an action that already worked; "
+        "on a page of a list, note its items before going to the next page; fill a form's fields "
+        "before pressing its button.\n\n"
+        + fence_rules(fence)
+    )
+
+
+def choice_step_task(instruction: str, *, variables: Mapping[str, str], max_steps: int) -> str:
+    """The part of the step message that stays the same for the whole run (cache-friendly)."""
+    return task_message(instruction, variables=variables, max_steps=max_steps)
+
+
+def choice_step_state(*, step: int, max_steps: int, history: str, notes: Sequence[str], url: str, title: str,
+                      page_text: str, choices: Sequence[str], fence: Fence, notices: Sequence[str]) -> str:
+    """The part that changes every step: history, notes, the page, the numbered choices."""
+    sections = []
+    if history:
+        sections.append("Done so far:\n" + fence.wrap(history, "earlier steps, may quote pages"))
+    if notes:
+        sections.append("Your notes:\n" + fence.wrap("\n".join(f"- {n}" for n in notes), "your notes"))
+    sections.append(f"Step {step} of {max_steps}. Page: {title} ({url})")
+    if page_text:
+        sections.append("Page text:\n" + fence.wrap(page_text, "page text"))
+    sections.append("Actions possible now (choose one, copied exactly):\n"
+                    + fence.wrap("\n".join(choices), "actions on this page"))
+    sections.extend(notices)
+    return "\n\n".join(sections)
+
+
+def choice_step_output_messages(instruction: str, *, notes: Sequence[str], result: str, page_text: str,
+                                fence: Fence) -> tuple[str, str]:
+    """The request for ``done``'s structured output, after a small model chose 'done'."""
+    system = ("You turn what a browser agent found into the requested JSON. Use only the notes and the "
+              "page text below; leave out what they do not show.\n\n" + fence_rules(fence))
+    parts = [f"Task: {instruction}", f"The agent's answer: {result}" if result else ""]
+    if notes:
+        parts.append("Notes taken on earlier pages:\n" + fence.wrap("\n".join(f"- {n}" for n in notes), "notes"))
+    parts.append("The last page's text:\n" + fence.wrap(page_text, "page text"))
+    return system, "\n\n".join(p for p in parts if p)

@@ -73,6 +73,8 @@ def observe_system(fence: Fence) -> str:
         "- Prefer the element that receives the input itself (the textbox, the button, the "
         "link) over its container or its label text.\n"
         "- Leave out disabled elements unless the instruction asks for them.\n"
+        "- When the instruction gives no value to fill, type, select or press, leave the arguments "
+        "empty ([]) rather than invent one: the user will supply it.\n"
         "- When nothing matches, return an empty list rather than a guess.\n"
         f"{METHODS_GUIDE}\n\n"
         f"{fence_rules(fence)}"

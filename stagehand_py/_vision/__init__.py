@@ -9,12 +9,11 @@
 Images are capped in size (downscaled, PNG or JPEG by size) and deterministic for one page state.
 """
 
-from ._annotate import ACTIONABLE_ROLES, Screenshot, actionable_ids, annotated_screenshot, page_screenshot
+from ._annotate import Screenshot, actionable_ids, annotated_screenshot, page_screenshot
 from ._confidence import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from ._image import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE, Box, estimate_image_tokens
 
 __all__ = [
-    "ACTIONABLE_ROLES",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_MAX_SIDE",

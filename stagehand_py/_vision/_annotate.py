@@ -26,7 +26,7 @@ from PIL import Image
 from .._actions._js import load_js
 from .._actions._resolve import parse_canonical_xpath, resolve_element
 from .._errors import ElementNotFoundError, InvalidArgumentError, StagehandError
-from ..snapshot import ACTIONABLE_ROLES, Snapshot, parse_outline
+from ..snapshot import Snapshot, parse_outline
 from ._image import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_PIXELS,
@@ -44,7 +44,7 @@ from ._image import (
 if TYPE_CHECKING:
     from ..llm import ImagePart
 
-__all__ = ["ACTIONABLE_ROLES", "Screenshot", "actionable_ids", "annotated_screenshot", "page_screenshot"]
+__all__ = ["Screenshot", "actionable_ids", "annotated_screenshot", "page_screenshot"]
 
 logger = logging.getLogger("stagehand_py._vision")
 
@@ -111,7 +111,7 @@ class Screenshot:
 
 
 def actionable_ids(tree: str) -> list[str]:
-    """Ids of the outline's actionable elements (:data:`ACTIONABLE_ROLES`), in outline order."""
+    """Ids of the outline's actionable elements (the snapshot's :data:`ACTIONABLE_ROLES`), in outline order."""
     return [element.id for element in parse_outline(tree) if element.actionable]
 
 

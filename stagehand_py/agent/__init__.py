@@ -3,12 +3,14 @@ a computer-use mode, allowed domains and a judge.
 
 ::
 
-    agent = sh.agent(allowed_domains=["example.com"])
+    agent = sh.agent(allowed_domains=["example.com"])   # or sh.agent(AgentConfig(...))
     result = await agent.execute("Find the cheapest plan", max_steps=20, output=Plan)
     result.status, result.output, result.steps, result.evidence
 """
 
-from ._loop import Agent, EventCallback, SafetyCallback
+from ._agent import Agent
+from ._config import AgentConfig, AgentOptions, SafetyCallback
+from ._run import EventCallback
 from ._tools import Tool, tool_from_function
 from ._types import (
     AgentEvent,
@@ -19,6 +21,7 @@ from ._types import (
     AgentStep,
     BlockedRequest,
     CheckpointRecord,
+    Driver,
     EvaluateResult,
     Evidence,
     SafetyCheck,
@@ -27,14 +30,17 @@ from ._types import (
 
 __all__ = [
     "Agent",
+    "AgentConfig",
     "AgentEvent",
     "AgentEventType",
     "AgentMode",
+    "AgentOptions",
     "AgentResult",
     "AgentStatus",
     "AgentStep",
     "BlockedRequest",
     "CheckpointRecord",
+    "Driver",
     "EvaluateResult",
     "EventCallback",
     "Evidence",

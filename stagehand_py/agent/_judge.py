@@ -3,7 +3,7 @@ the outline. Backs :meth:`Stagehand.evaluate` and the agent's optional self-chec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -11,10 +11,7 @@ from .._errors import InvalidArgumentError, StagehandError
 from .._prompts.agent import judge_messages
 from .._prompts.common import Fence
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ._types import EvaluateResult
-
-if TYPE_CHECKING:
-    from .._stagehand import Stagehand
+from ._types import Driver, EvaluateResult
 
 __all__ = ["evaluate_page"]
 
@@ -25,7 +22,7 @@ class _Verdict(BaseModel):
 
 
 async def evaluate_page(
-    sh: Stagehand,
+    driver: Driver,
     client: LLMClient,
     question: str,
     *,
@@ -36,16 +33,16 @@ async def evaluate_page(
         raise InvalidArgumentError("evaluate() needs a non-empty question.")
     outline: str | None
     try:
-        snapshot = await sh.snapshot()
+        snapshot = await driver.snapshot()
         chunks = snapshot.chunks(max_outline_tokens)
         outline = chunks[0].text if chunks else snapshot.tree
     except StagehandError:
         if not screenshot:
             raise
         outline = None
-    image = await sh.page.screenshot(type="png") if screenshot else None
+    image = await driver.page.screenshot(type="png") if screenshot else None
     fence = Fence()
-    system, user = judge_messages(question, sh.page.url, outline, fence, has_screenshot=image is not None)
+    system, user = judge_messages(question, driver.page.url, outline, fence, has_screenshot=image is not None)
     parts: list[TextPart | ImagePart] = [TextPart(text=user)]
     if image is not None:
         parts.append(ImagePart(data=image, media_type="image/png"))

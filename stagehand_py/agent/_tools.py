@@ -8,16 +8,16 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from .._errors import InvalidArgumentError
 from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
-from .._types import Action, ActionMethod
+from .._types import Action, ActionMethod, ActResult
 
 if TYPE_CHECKING:
-    from ._loop import Run
+    from ._run import Run
 
 __all__ = ["TERMINAL_TOOLS", "Tool", "ToolOutcome", "builtin_tools", "step_model", "tool_from_function"]
 
@@ -37,7 +37,10 @@ class ToolOutcome:
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool the model may call. ``browser`` tools run one at a time per Stagehand."""
+    """A tool the model may call. ``browser`` tools run one at a time per page.
+
+    ``run`` gets the run's state (:class:`._run.Run`: the driver, the variables, the books) and
+    the validated arguments; a tool raises on failure or returns ``ok=False`` with the reason."""
 
     name: str
     description: str
@@ -113,6 +116,26 @@ class FailArgs(_Args):
     reason: str
 
 
+class TabArgs(_Args):
+    index: int = Field(ge=0, description="The tab's number in list_tabs")
+
+
+class CloseTabArgs(_Args):
+    index: int | None = Field(default=None, ge=0, description="The tab's number in list_tabs; the current tab when omitted")
+
+
+@runtime_checkable
+class TabDriver(Protocol):
+    """A driver with tabs (:class:`stagehand_py.Stagehand` is one): what the tab tools need."""
+
+    @property
+    def pages(self) -> list[Any]: ...
+
+    async def switch_to_page(self, page: Any) -> None: ...
+
+    async def close_page(self, page: Any = None) -> None: ...
+
+
 def done_args_model(output_schema: dict[str, Any] | None) -> type[BaseModel]:
     """``done``'s arguments; ``output`` shows the caller's schema to the model but accepts any
     JSON here, so that a wrong output is bounced with a clear message by the loop (costing a
@@ -131,7 +154,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
 
     The parameters become the arguments (their annotations and defaults are the schema); the
     docstring is the description. A parameter annotated with ``Stagehand`` (or named
-    ``stagehand``) receives the agent's Stagehand, which makes it a browser tool; any other
+    ``stagehand``) receives the agent's Stagehand (its driver), which makes it a browser tool; any other
     tool is pure and does not wait for the browser. The return value is shown to the model
     (as JSON when it is not a string).
     """
@@ -163,7 +186,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
     async def run(run_: Run, args: BaseModel) -> ToolOutcome:
         kwargs = {k: getattr(args, k) for k in fields}
         if inject is not None:
-            kwargs[inject] = run_.sh
+            kwargs[inject] = run_.driver
         value = fn(**kwargs)
         if inspect.isawaitable(value):
             value = await value
@@ -181,12 +204,20 @@ async def _act(run: Run, args: ActArgs) -> ToolOutcome:
         xpath = run.xpath_for(args.element_id)
         action = Action(selector=f"xpath={xpath}", method=args.method, arguments=list(args.arguments),
                         description=run.line_for(args.element_id))
-        await run.execute_action(action)
-        return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done.")
+        result = await run.execute_action(action)
+        return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done." + _downloads_note(run, result))
     if args.instruction:
-        result = await run.sh.act(args.instruction, variables=run.variables)
-        return ToolOutcome(ok=bool(result.success), text=result.message)
+        result = await run.driver.act(args.instruction, variables=run.variables)
+        return ToolOutcome(ok=bool(result.success), text=result.message + _downloads_note(run, result))
     raise InvalidArgumentError("act needs element_id (from the outline) or an instruction.")
+
+
+def _downloads_note(run: Run, result: ActResult) -> str:
+    """What the action made the page download, so the model knows the file arrived."""
+    if not result.downloads:
+        return ""
+    files = "; ".join(f"{d.suggested_filename} ({d.size} bytes, sha256 {d.sha256[:12]})" for d in result.downloads)
+    return " " + run.redact(f"Downloaded: {files}.")
 
 
 async def _fill_form(run: Run, args: FillFormArgs) -> ToolOutcome:
@@ -200,17 +231,17 @@ async def _fill_form(run: Run, args: FillFormArgs) -> ToolOutcome:
     if by_label:
         # One observe for all labelled fields, then one act per returned action.
         wanted = "; ".join(f"fill the field '{f.label}' with {f.value}" for f in by_label)
-        actions = await run.sh.observe(wanted, variables=run.variables)
+        actions = await run.driver.observe(wanted, variables=run.variables)
         if not actions:
             raise InvalidArgumentError(f"no form fields found for: {', '.join(str(f.label) for f in by_label)}")
         for action in actions:
-            await run.sh.act(action, variables=run.variables)
+            await run.driver.act(action, variables=run.variables)
             done.append(action.description or action.selector)
     return ToolOutcome(ok=True, text=f"filled {len(done)} field(s): {', '.join(done)}")
 
 
 async def _extract(run: Run, args: ExtractArgs) -> ToolOutcome:
-    value = await run.sh.extract(args.instruction, args.schema_)
+    value = await run.driver.extract(args.instruction, args.schema_)
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     run.extractions.append(data)
     return ToolOutcome(ok=True, text=json.dumps(data, default=str), data=data)
@@ -218,20 +249,20 @@ async def _extract(run: Run, args: ExtractArgs) -> ToolOutcome:
 
 async def _goto(run: Run, args: GotoArgs) -> ToolOutcome:
     run.check_url_allowed(args.url)
-    response = await run.sh.page.goto(args.url, wait_until="load")
+    response = await run.driver.page.goto(args.url, wait_until="load")
     status = f" (HTTP {response.status})" if response is not None else ""
-    return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.sh.page.url}{status}")
+    return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.driver.page.url}{status}")
 
 
 async def _back(run: Run, args: NoArgs) -> ToolOutcome:
-    response = await run.sh.page.go_back(wait_until="load")
-    if response is None and run.sh.page.url == run.last_url:
+    response = await run.driver.page.go_back(wait_until="load")
+    if response is None and run.driver.page.url == run.last_url:
         return ToolOutcome(ok=False, text="there is no previous page in this tab")
-    return ToolOutcome(ok=True, text=f"back at {run.sh.page.url}")
+    return ToolOutcome(ok=True, text=f"back at {run.driver.page.url}")
 
 
 async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
-    page = run.sh.page
+    page = run.driver.page
     sign = -1 if args.direction == "up" else 1
     if args.element_id:
         xpath = run.xpath_for(args.element_id)
@@ -245,7 +276,7 @@ async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
 
 
 async def _press(run: Run, args: PressKeysArgs) -> ToolOutcome:
-    await run.sh.page.keyboard.press(args.keys)
+    await run.driver.page.keyboard.press(args.keys)
     return ToolOutcome(ok=True, text=f"pressed {args.keys}")
 
 
@@ -255,7 +286,7 @@ async def _wait(run: Run, args: WaitArgs) -> ToolOutcome:
 
 
 async def _screenshot(run: Run, args: NoArgs) -> ToolOutcome:
-    data = await run.sh.page.screenshot(type="png")
+    data = await run.driver.page.screenshot(type="png")
     record = run.record_screenshot(data)
     return ToolOutcome(ok=True, text=f"screenshot taken (sha256 {record.sha256[:16]}); you see it below", image=data)
 
@@ -276,11 +307,53 @@ async def _save_progress(run: Run, args: SaveProgressArgs) -> ToolOutcome:
     return ToolOutcome(ok=True, text=f"saved; collected data now has keys {sorted(run.data or {})}")
 
 
+def _tabs_of(run: Run) -> TabDriver:
+    if not isinstance(run.driver, TabDriver):
+        raise InvalidArgumentError(f"this browser driver ({type(run.driver).__name__}) has no tabs to list or switch.")
+    return run.driver
+
+
+#: Longest tab title shown (titles are page text: bounded, like every page text the model reads).
+_TITLE_CHARS = 80
+
+
+async def _list_tabs(run: Run, args: NoArgs) -> ToolOutcome:
+    driver = _tabs_of(run)
+    current = run.driver.page
+    lines = []
+    for index, page in enumerate(driver.pages):
+        title = (await page.title())[:_TITLE_CHARS]
+        lines.append(f"tab {index}{' (current)' if page is current else ''}: {title!r} {page.url}")
+    return ToolOutcome(ok=True, text="\n".join(lines))
+
+
+async def _switch_tab(run: Run, args: TabArgs) -> ToolOutcome:
+    driver = _tabs_of(run)
+    pages = driver.pages
+    if args.index >= len(pages):
+        return ToolOutcome(ok=False, text=f"there is no tab {args.index}; {len(pages)} tab(s) are open")
+    run.check_url_allowed(pages[args.index].url)
+    await driver.switch_to_page(args.index)
+    return ToolOutcome(ok=True, text=f"now on tab {args.index}: {run.driver.page.url}")
+
+
+async def _close_tab(run: Run, args: CloseTabArgs) -> ToolOutcome:
+    driver = _tabs_of(run)
+    pages = driver.pages
+    if args.index is not None and args.index >= len(pages):
+        return ToolOutcome(ok=False, text=f"there is no tab {args.index}; {len(pages)} tab(s) are open")
+    await driver.close_page(args.index)
+    return ToolOutcome(ok=True, text=f"closed; now on {run.driver.page.url} ({len(driver.pages)} tab(s) open)")
+
+
 async def _terminal(run: Run, args: Any) -> ToolOutcome:  # handled by the loop
     return ToolOutcome(ok=True, text="")
 
 
 def builtin_tools(output_schema: dict[str, Any] | None) -> list[Tool]:
+    """The DOM mode's tools. A new one (e.g. tab tools) is an args model, an async
+    ``(run, args) -> ToolOutcome`` function reaching the browser through ``run.driver``, a
+    description in ``_prompts.agent.TOOL_DESCRIPTIONS`` and an entry here."""
     d = TOOL_DESCRIPTIONS
     return [
         Tool("act", d["act"], ActArgs, _act),
@@ -292,6 +365,9 @@ def builtin_tools(output_schema: dict[str, Any] | None) -> list[Tool]:
         Tool("press_keys", d["press_keys"], PressKeysArgs, _press),
         Tool("wait", d["wait"], WaitArgs, _wait, browser=False),
         Tool("screenshot", d["screenshot"], NoArgs, _screenshot),
+        Tool("list_tabs", d["list_tabs"], NoArgs, _list_tabs),
+        Tool("switch_tab", d["switch_tab"], TabArgs, _switch_tab),
+        Tool("close_tab", d["close_tab"], CloseTabArgs, _close_tab),
         Tool("outline", d["outline"], OutlineArgs, _outline, browser=False),
         Tool("think", d["think"], ThinkArgs, _think, browser=False),
         Tool("save_progress", d["save_progress"], SaveProgressArgs, _save_progress, browser=False),

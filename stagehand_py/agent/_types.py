@@ -1,12 +1,19 @@
-"""Public value types of the agent: the result, its evidence, events, and the judge's verdict."""
+"""Public value types of the agent (the result, its evidence, events, the judge's verdict) and
+the :class:`Driver` protocol: what the agent needs from the browser."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm import Usage
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+    from .._types import Action, ActResult, Variables
+    from ..snapshot import Snapshot
 
 __all__ = [
     "AgentEvent",
@@ -17,6 +24,7 @@ __all__ = [
     "AgentStep",
     "BlockedRequest",
     "CheckpointRecord",
+    "Driver",
     "EvaluateResult",
     "Evidence",
     "SafetyCheck",
@@ -168,3 +176,23 @@ class EvaluateResult(BaseModel):
 
     def __bool__(self) -> bool:
         return self.verdict == "yes"
+
+
+class Driver(Protocol):
+    """What the agent needs from the browser: the page, its outline, and the verbs.
+
+    :class:`stagehand_py.Stagehand` is one; the agent never imports it (Stagehand builds agents,
+    so the agent importing it back would tie the two into a cycle). Tools that ask for the
+    browser receive the driver the agent runs on.
+    """
+
+    @property
+    def page(self) -> Page: ...
+
+    async def snapshot(self) -> Snapshot: ...
+
+    async def act(self, action: Action | str, /, *, variables: Variables | None = None) -> ActResult: ...
+
+    async def observe(self, instruction: str | None = None, /, *, variables: Variables | None = None) -> list[Action]: ...
+
+    async def extract(self, instruction: str | None = None, schema: dict[str, Any] | None = None, /) -> Any: ...

@@ -13,8 +13,10 @@ Use it from Python with your own per-sample work::
 """
 
 from ._discovery import discover_samples
-from ._evidence import SampleEvidence, safe_component
+from ._evidence import EvidenceStore, SampleEvidence, safe_component
+from ._factory import RunnerFactory
 from ._memory import MemoryNote, RunMemory
+from ._ray_engine import RayOptions, run_batch_on_ray  # imports Ray only when a run starts on it
 from ._report import write_combined_csv, write_report_html, write_reports
 from ._runner import (
     STATUSES,
@@ -44,6 +46,7 @@ __all__ = [
     "SampleStatus",
     "STATUSES",
     "SampleEvidence",
+    "EvidenceStore",
     "safe_component",
     "RunMemory",
     "MemoryNote",
@@ -52,6 +55,9 @@ __all__ = [
     "judge",
     "new_run_dir",
     "run_batch",
+    "RunnerFactory",
+    "RayOptions",
+    "run_batch_on_ray",
     "write_reports",
     "write_combined_csv",
     "write_report_html",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from .._prompts.batch import SAVE_SCREENSHOT_DESCRIPTION, sample_instruction
 from .._stagehand import Stagehand
+from .._types import SavedDownload
 from ._runner import SampleContext, SampleOutcome, SampleRunner
 
 __all__ = ["make_agent_runner"]
@@ -40,7 +43,10 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
             return f"saved {record['file']} (sha256 {record['sha256'][:12]})"
 
         tool = tool_from_function(save_screenshot, description=SAVE_SCREENSHOT_DESCRIPTION)
-        sh = Stagehand(ctx.page, model=model)
+        # Downloads land in a scratch folder on the machine that runs the row; their bytes join the
+        # sample's evidence (written once, by whoever records the row) and result.json lists them.
+        scratch = tempfile.TemporaryDirectory(prefix="stagehand-downloads-")
+        sh = Stagehand(ctx.page, model=model, downloads_dir=scratch.name)
         try:
             response = await ctx.page.goto(ctx.sample.url)
             ctx.action_log.append({"step": 0, "tool": "goto", "args": {"url": ctx.sample.url},
@@ -57,6 +63,8 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
                                          timeout=_agent_timeout(spec.max_time))
         finally:
             await sh.close()
+            downloads = [_keep_download(ctx, saved) for saved in sh.downloads]
+            scratch.cleanup()
         ctx.action_log.extend(step.model_dump(mode="json") for step in result.steps)
         for shot in result.evidence.screenshots:
             if shot.data:
@@ -67,6 +75,13 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
         return SampleOutcome(
             status=result.status, data=data, error=None if result.status == "done" else result.message,
             usage=result.usage.model_dump(mode="json"),
+            extra={"downloads": downloads} if downloads else {},
         )
 
     return run
+
+
+def _keep_download(ctx: SampleContext, saved: SavedDownload) -> dict[str, Any]:
+    """A download's bytes into the sample's evidence; its record names the evidence file."""
+    file = ctx.evidence.add_file(f"download_{saved.suggested_filename}", Path(saved.path).read_bytes())
+    return {**saved.model_dump(mode="json", exclude={"path"}), "file": file}

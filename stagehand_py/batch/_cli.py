@@ -8,31 +8,33 @@
     stagehand-py run --resume                      # finish the latest run in ./evidence
     stagehand-py run --prompt "Go to https://shop.example/products.html and record each product's price"
     stagehand-py run --task task.json --samples samples.csv --memory --fallback-model anthropic/claude-haiku-4-5
+    stagehand-py run --task task.json --samples samples.csv --engine ray --address auto --evidence-dir s3://bucket/evidence
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import StagehandError
 from .._stagehand import DEFAULT_MODELS
 from ..llm import LLMClient
+from ._evidence import EvidenceStore
+from ._factory import DEFAULT_RUNNER, RunnerFactory
 from ._memory import RunMemory
 from ._planner import plan_task, save_plan
 from ._report import write_reports
-from ._runner import STATUSES, BatchResult, SampleRunner, new_run_dir, run_batch
+from ._runner import STATUSES, BatchResult, new_run_dir, run_batch
 from ._spec import Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
 
-__all__ = ["main", "build_parser"]
+if TYPE_CHECKING:
+    from ._ray_engine import RayOptions
 
-DEFAULT_RUNNER = "stagehand_py.batch._agent_runner:make_agent_runner"
+__all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     source = run.add_mutually_exclusive_group()
     source.add_argument("--samples", type=Path, help="CSV with a url column (and optionally id)")
     source.add_argument("--url", action="append", help="one sample URL (repeatable)")
-    run.add_argument("--evidence-dir", type=Path, default=Path("evidence"), help="where run_<timestamp>/ goes (default: evidence)")
+    run.add_argument("--evidence-dir", default="evidence",
+                     help="where run_<timestamp>/ goes: a folder or an fsspec URL such as s3://bucket/evidence (default: evidence)")
     run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
                      help="continue a run, skipping completed samples (default: the latest run in --evidence-dir)")
     run.add_argument("--concurrency", type=int, default=2, help="samples at once (default: 2)")
@@ -67,7 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
                       help="bonus steps per click on a next page / load more control (at most 20 per sample)")
     run.add_argument("--headed", action="store_true", help="show the browser")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_engine_arguments(run)
+    # Parsed by stagehand_py.mcp (see main): listed here so that --help shows it.
+    commands.add_parser("mcp", help="serve the browser to an MCP client (stagehand-py mcp --help)", add_help=False)
     return parser
+
+
+def _add_engine_arguments(run: argparse.ArgumentParser) -> None:
+    engine = run.add_argument_group("where rows run (see docs/guides/ray.md)")
+    engine.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: browser contexts in this process (default); ray: worker actors on a Ray cluster")
+    engine.add_argument("--address", help="the Ray cluster: auto, ray://host:port or host:port (default: start a "
+                        "one-node cluster on this machine)")
+    engine.add_argument("--workers", type=int, default=2, help="Ray worker actors, one browser each (default: 2)")
+    engine.add_argument("--browser-endpoint", metavar="URL",
+                        help="use a remote browser instead of launching Chromium: a CDP URL (http://host:port) or a "
+                        "Playwright server (ws://host:port/...)")
 
 
 def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -97,35 +115,19 @@ def _model_client(model: str | None) -> LLMClient:
     return LLMClient(model)
 
 
-def _load_runner(target: str, *, model: str | None, options: dict[str, Any] | None = None) -> SampleRunner:
-    module_name, _, attr = target.partition(":")
-    if not attr:
-        raise SystemExit(f"--runner must look like module:factory, got {target!r}")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise SystemExit(f"cannot load the runner {target!r}: {exc}") from exc
-    try:
-        runner: SampleRunner = factory(model=model, **(options or {}))
-    except TypeError as exc:
-        if options:
-            raise SystemExit(f"the runner {target!r} does not take {', '.join(sorted(options))}: {exc}") from exc
-        raise
-    return runner
-
-
-def _resolve_run_dir(args: argparse.Namespace) -> tuple[Path, bool]:
+def _resolve_run_dir(args: argparse.Namespace) -> tuple[EvidenceStore, bool]:
     if args.resume is None:
         return new_run_dir(args.evidence_dir), False
     if args.resume != "latest":
-        path = Path(args.resume)
-        if not (path / "run.json").is_file():
-            raise SystemExit(f"--resume {path}: not a run folder (no run.json in it)")
-        return path, True
-    runs = sorted(p for p in args.evidence_dir.glob("run_*") if (p / "run.json").is_file())
+        run = EvidenceStore(args.resume)
+        if run.read_json("run.json") is None:
+            raise SystemExit(f"--resume {run}: not a run folder (no run.json in it)")
+        return run, True
+    parent = EvidenceStore(args.evidence_dir)
+    runs = parent.runs()
     if not runs:
-        raise SystemExit(f"--resume: no run to resume in {args.evidence_dir}")
-    return runs[-1], True
+        raise SystemExit(f"--resume: no run to resume in {parent}")
+    return parent.child(runs[-1]), True
 
 
 class _Progress:
@@ -167,13 +169,14 @@ class _Progress:
 
 
 async def _run(args: argparse.Namespace) -> BatchResult:
-    from ..browser._session import launch_browser
+    from ._browser import open_batch_browser
     from ._discovery import discover_samples
 
     if args.prompt is not None and (args.task is not None or args.resume is not None):
         raise SystemExit("--prompt plans a new run: use it without --task and --resume")
+    ray_options = _ray_options(args)  # checked before anything is started or written
     run_dir, resuming = _resolve_run_dir(args)
-    stored = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if resuming else None
+    stored = run_dir.read_json("run.json") if resuming else None
     planned: list[Sample] = []
     if args.prompt is not None:
         plan = await plan_task(args.prompt, client=_model_client(args.model))
@@ -186,42 +189,78 @@ async def _run(args: argparse.Namespace) -> BatchResult:
         spec = TaskSpec.model_validate(stored["spec"])
     else:
         raise SystemExit("--task or --prompt is required (except with --resume)")
-    runner = _load_runner(args.runner, model=args.model, options=_agent_options(args))
+    factory = RunnerFactory(args.runner, model=args.model, options=_agent_options(args))
     memory = None
     if args.memory or (stored is not None and stored.get("memory")):
         memory = RunMemory(run_dir, client=_model_client(args.memory_model or args.model))
-    session = await launch_browser(headless=not args.headed, direct_cdp=False)
+    samples: list[Sample] | None = None
+    if args.samples is not None:
+        samples = samples_from_csv(args.samples)
+    elif args.url:
+        samples = [sample_from_url(u) for u in args.url]
+    elif stored is not None:
+        samples = [Sample.model_validate(s) for s in stored["samples"]]
+    elif planned:
+        samples = planned
+    elif spec.discovery is None:
+        raise SystemExit("no samples: give --samples CSV, --url, or a \"discovery\" in the task spec")
+    # The driver's own browser: the local engine's rows run in it; the Ray engine needs one only
+    # to discover samples (its workers keep their own).
+    browser = None
+    if ray_options is None or samples is None:
+        browser = await open_batch_browser(args.browser_endpoint, headless=not args.headed)
     try:
-        await session.page.context.close()
-        samples: list[Sample]
-        if args.samples is not None:
-            samples = samples_from_csv(args.samples)
-        elif args.url:
-            samples = [sample_from_url(u) for u in args.url]
-        elif stored is not None:
-            samples = [Sample.model_validate(s) for s in stored["samples"]]
-        elif planned:
-            samples = planned
-        elif spec.discovery is not None:
-            samples = await discover_samples(session.browser, spec.discovery)
-        else:
-            raise SystemExit("no samples: give --samples CSV, --url, or a \"discovery\" in the task spec")
+        if samples is None:
+            assert browser is not None and spec.discovery is not None
+            samples = await discover_samples(browser.browser, spec.discovery)
         if not samples:
             raise SystemExit("no samples found")
         print(f"run folder: {run_dir}  ({len(samples)} samples{', resuming' if resuming else ''})", flush=True)
         with _Progress(len(samples), enabled=not args.no_progress) as progress:
-            result = await run_batch(
-                samples, spec=spec, runner=runner, browser=session.browser, run_dir=run_dir,
-                concurrency=args.concurrency, rate_limit=args.rate_limit, resume=resuming, on_status=progress.update,
-                memory=memory,
-            )
+            if ray_options is not None:
+                from ._ray_engine import run_batch_on_ray
+
+                if browser is not None:  # discovery is done: free it before the workers start theirs
+                    await browser.close()
+                    browser = None
+                result = await run_batch_on_ray(
+                    samples, spec=spec, runner=factory, run_dir=run_dir, options=ray_options, rate_limit=args.rate_limit,
+                    resume=resuming, on_status=progress.update, memory=memory,
+                )
+            else:
+                assert browser is not None
+                result = await run_batch(
+                    samples, spec=spec, runner=factory.build(), browser=browser.browser, run_dir=run_dir,
+                    concurrency=args.concurrency, rate_limit=args.rate_limit, resume=resuming, on_status=progress.update,
+                    memory=memory,
+                )
     finally:
-        await session.close()
+        if browser is not None:
+            await browser.close()
     write_reports(run_dir, result.results, title=f"{spec.goal[:80]} — {run_dir.name}")
     return result
 
 
+def _ray_options(args: argparse.Namespace) -> RayOptions | None:
+    """The Ray engine's options (``None`` for the local engine); Ray itself is imported later, only if used."""
+    if args.engine != "ray":
+        if args.address is not None:
+            raise SystemExit("--address is for --engine ray")
+        return None
+    from ._ray_engine import RayOptions
+
+    options = RayOptions(address=args.address, workers=args.workers, contexts_per_worker=args.concurrency,
+                         browser_endpoint=args.browser_endpoint, headless=not args.headed)
+    options.check()
+    return options
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mcp"]:
+        from ..mcp._cli import main as mcp_main
+
+        return mcp_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)
@@ -236,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     counts = result.counts
     print("  ".join(f"{k} {v}" for k, v in counts.items()) + (f"  (skipped, already complete: {len(result.skipped)})" if result.skipped else ""))
-    print(f"combined: {result.run_dir / 'combined.csv'}\nreport:   {result.run_dir / 'report.html'}")
+    print(f"combined: {result.store.path_of('combined.csv')}\nreport:   {result.store.path_of('report.html')}")
     return 0
 
 

@@ -1,17 +1,32 @@
-"""The evidence folder of one sample: atomic writes, hashed screenshots, safe names."""
+"""Where evidence goes: a run folder on disk or at any fsspec URL, written atomically, with safe
+names; and one sample's evidence, gathered in memory while the sample runs.
+
+A sample's files are written by the process that schedules the run (the driver), after the
+sample's work returns: whichever engine ran it and however often a dead worker made it start
+over, each sample's files are written once, from one place (see :func:`record_row`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["safe_component", "atomic_write_bytes", "atomic_write_json", "SampleEvidence", "sha256_file"]
+from .._errors import ConfigurationError
+from .._util import write_bytes_atomic as atomic_write_bytes
+from .._util import write_json_atomic as atomic_write_json
+
+__all__ = [
+    "safe_component",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "EvidenceStore",
+    "SampleEvidence",
+    "sha256_file",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
@@ -37,61 +52,158 @@ def _inside(root: Path, path: Path) -> Path:
     return resolved
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, flush it to disk, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
-
-
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-class SampleEvidence:
-    """``<run>/<sample_id>/``: numbered screenshots (hashed as they are written) and JSON files."""
+def _json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+
+def _is_url(location: str) -> bool:
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", location) is not None
+
+
+class EvidenceStore:
+    """A run folder: a local path, or any fsspec URL (``s3://bucket/evidence/run_1``, ``memory://...``).
+
+    Paths inside it are ``/``-separated names made by :func:`safe_component`, so nothing written
+    here can leave it. Local writes go to a temporary file renamed into place; a URL's file is one
+    ``pipe_file`` call, which object stores (and fsspec's memory filesystem) apply whole: a reader
+    sees the old object or the new one, never half of it.
+    """
+
+    def __init__(self, location: str | Path) -> None:
+        text = str(location)
+        self._fs: Any = None
+        if isinstance(location, Path) or not _is_url(text) or text.startswith("file://"):
+            self.local: Path | None = Path(text.removeprefix("file://"))
+            self.location = str(self.local)
+            return
+        try:
+            import fsspec
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"evidence at {text!r} needs fsspec: pip install 'stagehand_py[ray]' (or pip install fsspec)"
+            ) from exc
+        try:
+            self._fs, self._root = fsspec.core.url_to_fs(text)
+        except (ImportError, ValueError) as exc:  # an unknown protocol, or its driver is not installed
+            raise ConfigurationError(f"cannot open the evidence location {text!r}: {exc}") from exc
+        self.local = None
+        self.location = text.rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"EvidenceStore({self.location!r})"
+
+    def __str__(self) -> str:
+        return self.location
+
+    @property
+    def name(self) -> str:
+        return self.location.rstrip("/").rsplit("/", 1)[-1]
+
+    def child(self, name: str) -> EvidenceStore:
+        """The store of a folder inside this one (``name`` as given: callers make it safe)."""
+        return EvidenceStore(self.local / name if self.local is not None else f"{self.location}/{name}")
+
+    @classmethod
+    def of(cls, location: Path | str | EvidenceStore) -> EvidenceStore:
+        return location if isinstance(location, EvidenceStore) else cls(location)
+
+    def path_of(self, relative: str) -> Path | str:
+        """Where ``relative`` lives: a ``Path`` on this machine, else its URL."""
+        return self.local / relative if self.local is not None else f"{self.location}/{relative}"
+
+    def _full(self, relative: str) -> str:
+        parts = relative.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"refusing to write {relative!r}: not a plain relative path")
+        return f"{self._root.rstrip('/')}/{relative}"
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        if self.local is not None:
+            atomic_write_bytes(_inside(self.local, self.local / relative), data)
+        else:
+            self._fs.pipe_file(self._full(relative), data)
+
+    def write_json(self, relative: str, data: Any) -> None:
+        self.write_bytes(relative, _json_bytes(data))
+
+    def read_bytes(self, relative: str) -> bytes | None:
+        try:
+            if self.local is not None:
+                return (self.local / relative).read_bytes()
+            data: bytes = self._fs.cat_file(self._full(relative))
+            return data
+        except (OSError, ValueError):  # fsspec raises FileNotFoundError (an OSError) for a missing file
+            return None
+
+    def read_json(self, relative: str) -> Any:
+        raw = self.read_bytes(relative)
+        try:
+            return json.loads(raw) if raw is not None else None
+        except ValueError:
+            return None
+
+    def exists(self) -> bool:
+        if self.local is not None:
+            return self.local.exists()
+        return bool(self._fs.exists(self._root))
+
+    def runs(self) -> list[str]:
+        """The names of the run folders (``run_*`` holding a ``run.json``) inside this one, sorted."""
+        if self.local is not None:
+            return sorted(p.name for p in self.local.glob("run_*") if (p / "run.json").is_file())
+        try:
+            entries = self._fs.ls(self._root, detail=False)
+        except FileNotFoundError:
+            return []
+        names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
+        return sorted(n for n in names if n.startswith("run_") and self._fs.exists(self._full(f"{n}/run.json")))
+
+
+class SampleEvidence:
+    """One sample's evidence while it runs: numbered screenshots (hashed as they are taken) and
+    named files, kept in memory until the run records the sample (:meth:`write_to`).
+
+    Nothing touches the store while the sample's work runs, so a worker that dies mid-sample
+    leaves no half-written folder behind, and a sample that runs again starts clean.
+    """
+
+    def __init__(self, folder: str = "sample") -> None:
+        self.folder = safe_component(folder, fallback="sample")
         self.screenshots: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def add_screenshot(self, data: bytes, *, name: str = "screenshot", step: int | None = None) -> dict[str, Any]:
-        """Save ``NNN_<name>.png`` and return its record (file, name, sha256, bytes, step).
+        """Keep ``NNN_<name>.png`` and return its record (file, name, sha256, bytes, step).
 
-        The hash is of the bytes handed to the write, so it is recorded at write time.
+        The hash is of these very bytes: what is written later is what was hashed now.
         """
         with self._lock:
             number = len(self.screenshots) + 1
             label = safe_component(name, limit=60, fallback="screenshot")
             filename = f"{number:03d}_{label}.png"
-            path = _inside(self.folder, self.folder / filename)
-            digest = hashlib.sha256(data).hexdigest()
-            atomic_write_bytes(path, data)
-            record = {"file": filename, "name": name, "sha256": digest, "bytes": len(data), "step": step}
+            record = {"file": filename, "name": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "step": step}
+            self.files[filename] = bytes(data)
             self.screenshots.append(record)
             return record
 
-    def write_json(self, filename: str, data: Any) -> Path:
-        path = _inside(self.folder, self.folder / safe_component(filename, fallback="file"))
-        atomic_write_json(path, data)
-        return path
+    def add_json(self, filename: str, data: Any) -> str:
+        return self.add_file(filename, _json_bytes(data))
 
-    def read_json(self, filename: str) -> Any:
-        path = self.folder / filename
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+    def add_file(self, filename: str, data: bytes) -> str:
+        """Keep ``data`` as ``filename`` (made safe; the name it got is returned)."""
+        name = safe_component(filename, fallback="file")
+        with self._lock:
+            self.files[name] = bytes(data)
+        return name
+
+    def write_to(self, store: EvidenceStore) -> None:
+        """Write every file into ``store/<folder>/``."""
+        with self._lock:
+            files = dict(self.files)
+        for name, data in files.items():
+            store.write_bytes(f"{self.folder}/{name}", data)

@@ -26,7 +26,7 @@ from .._logging import logger
 from .._prompts.batch import MEMORY_PATTERNS_DESCRIPTION, memory_distill_messages
 from .._prompts.common import Fence
 from ..llm import LLMClient, SystemMessage, UserMessage
-from ._evidence import atomic_write_json
+from ._evidence import EvidenceStore
 from ._spec import Sample, TaskSpec
 
 __all__ = ["MemoryNote", "RunMemory", "failure_notes"]
@@ -107,8 +107,9 @@ class RunMemory:
     failure notes are kept. Safe to share between the concurrent samples of a run.
     """
 
-    def __init__(self, run_dir: Path, *, client: LLMClient | None = None, limit: int = 5) -> None:
-        self.path = Path(run_dir) / MEMORY_FILE
+    def __init__(self, run_dir: Path | str | EvidenceStore, *, client: LLMClient | None = None, limit: int = 5) -> None:
+        self.store = EvidenceStore.of(run_dir)
+        self.path = self.store.path_of(MEMORY_FILE)
         self.client = client
         self.limit = limit
         self.notes: list[MemoryNote] = []
@@ -117,11 +118,12 @@ class RunMemory:
 
     def load(self) -> None:
         """(Re)read the run's notes; a missing file is an empty memory, a broken one is reported."""
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        data = self.store.read_bytes(MEMORY_FILE)
+        if data is None:
             return
-        except (OSError, ValueError) as exc:
+        try:
+            raw = json.loads(data)
+        except ValueError as exc:
             logger.warning("run memory: cannot read %s (%s); starting empty", self.path, exc)
             return
         self.notes = [
@@ -130,7 +132,7 @@ class RunMemory:
         ]
 
     def _save(self) -> None:
-        atomic_write_json(self.path, {"version": 1, "notes": [n.as_dict() for n in self.notes]})
+        self.store.write_json(MEMORY_FILE, {"version": 1, "notes": [n.as_dict() for n in self.notes]})
 
     def relevant(self, spec: TaskSpec, sample: Sample) -> list[str]:
         """The notes that share the most words with this sample's goal (task, keywords, sample

@@ -19,7 +19,7 @@ from .._logging import logger
 from .._prompts.batch import PLAN_FIELD_DESCRIPTIONS as D
 from .._prompts.batch import plan_messages
 from ..llm import LLMClient, SystemMessage, UserMessage
-from ._evidence import atomic_write_bytes, atomic_write_json
+from ._evidence import EvidenceStore
 from ._spec import Discovery, Sample, TaskSpec, sample_from_url
 
 __all__ = ["GENERATED_SAMPLES", "GENERATED_SPEC", "PlannedTask", "plan_task", "save_plan"]
@@ -113,17 +113,17 @@ async def plan_task(prompt: str, *, client: LLMClient) -> PlannedTask:
     return planned
 
 
-def save_plan(run_dir: Path, planned: PlannedTask, *, prompt: str) -> Path:
+def save_plan(run_dir: Path | str | EvidenceStore, planned: PlannedTask, *, prompt: str) -> Path | str:
     """Write ``generated_task_spec.json`` (a task spec, usable with ``--task``) and, when the
     planner named samples, ``generated_samples.csv`` (usable with ``--samples``)."""
-    path = run_dir / GENERATED_SPEC
-    atomic_write_json(path, planned.spec.model_dump(mode="json", exclude_none=True))
-    atomic_write_json(run_dir / "generated_prompt.json", {"prompt": prompt})
+    store = EvidenceStore.of(run_dir)
+    store.write_json(GENERATED_SPEC, planned.spec.model_dump(mode="json", exclude_none=True))
+    store.write_json("generated_prompt.json", {"prompt": prompt})
     if planned.samples:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(["id", "url"])
         for s in planned.samples:
             writer.writerow([s.id, s.url])
-        atomic_write_bytes(run_dir / GENERATED_SAMPLES, buffer.getvalue().encode("utf-8"))
-    return path
+        store.write_bytes(GENERATED_SAMPLES, buffer.getvalue().encode("utf-8"))
+    return store.path_of(GENERATED_SPEC)

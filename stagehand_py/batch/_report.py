@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ._evidence import atomic_write_bytes, safe_component
+from ._evidence import EvidenceStore, safe_component
 
 __all__ = ["write_combined_csv", "write_report_html", "write_reports"]
 
-_BASE_COLUMNS = ["sample_id", "url", "status", "error", "notes", "screenshots"]
+_BASE_COLUMNS = ["sample_id", "url", "status", "error", "notes", "screenshots", "cost_usd"]
 
 
 #: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets: a page
@@ -42,7 +42,20 @@ def _data_columns(results: list[Mapping[str, Any]]) -> list[str]:
     return list(columns)
 
 
-def write_combined_csv(run_dir: Path, results: Mapping[str, Mapping[str, Any]]) -> Path:
+def _cost(result: Mapping[str, Any]) -> float | None:
+    """The row's model cost in US dollars; empty when unknown (a model without a price)."""
+    cost = (result.get("usage") or {}).get("cost_usd")
+    return cost if isinstance(cost, int | float) else None
+
+
+def _total_cost(rows: list[Mapping[str, Any]]) -> str:
+    costs = [_cost(r) for r in rows]
+    known = sum(c for c in costs if c is not None)
+    unknown = sum(1 for c in costs if c is None)
+    return f"${known:.4f}" + (f" (+{unknown} rows of unknown cost)" if unknown else "")
+
+
+def write_combined_csv(run_dir: Path | str | EvidenceStore, results: Mapping[str, Mapping[str, Any]]) -> Path | str:
     """One row per sample, sorted by sample id; data fields as columns (``data.<name>``), a
     non-dict ``data`` in one ``data`` column; lists and objects JSON-encoded."""
     rows = [results[key] for key in sorted(results)]
@@ -58,13 +71,14 @@ def write_combined_csv(run_dir: Path, results: Mapping[str, Mapping[str, Any]]) 
         row = [
             result["sample_id"], result.get("url"), result["status"], result.get("error"),
             "; ".join(result.get("notes") or []), [s["file"] for s in result.get("screenshots") or []],
+            _cost(result),
         ]
         row += [(data.get(c) if isinstance(data, dict) else None) for c in data_columns]
         row.append(None if isinstance(data, dict) else data)
         writer.writerow([_cell(v) for v in row])
-    path = run_dir / "combined.csv"
-    atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
-    return path
+    store = EvidenceStore.of(run_dir)
+    store.write_bytes("combined.csv", buffer.getvalue().encode("utf-8"))
+    return store.path_of("combined.csv")
 
 
 _STYLE = """
@@ -76,20 +90,22 @@ img{max-width:220px;border:1px solid #999;display:block;margin-bottom:.3rem}.cou
 """
 
 
-def write_report_html(run_dir: Path, results: Mapping[str, Mapping[str, Any]], *, title: str = "") -> Path:
+def write_report_html(run_dir: Path | str | EvidenceStore, results: Mapping[str, Mapping[str, Any]], *, title: str = "") -> Path | str:
     """A self-contained page (no scripts, no network) with one row per sample: status, data,
     error and notes, and its screenshots linked from the sample's folder. Every value is
     HTML-escaped: page text is untrusted."""
     esc = html.escape
+    store = EvidenceStore.of(run_dir)
     rows = [results[key] for key in sorted(results)]
     counts: dict[str, int] = {}
     for result in rows:
         counts[result["status"]] = counts.get(result["status"], 0) + 1
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{esc(title or run_dir.name)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{esc(title or run_dir.name)}</h1>",
-        '<p class="counts">' + "".join(f"<span>{esc(k)}: <b>{v}</b></span>" for k, v in sorted(counts.items())) + "</p>",
+        f"<title>{esc(title or store.name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(title or store.name)}</h1>",
+        '<p class="counts">' + "".join(f"<span>{esc(k)}: <b>{v}</b></span>" for k, v in sorted(counts.items()))
+        + f"<span>model cost: <b>{esc(_total_cost(rows))}</b></span></p>",
         "<table><thead><tr><th>sample</th><th>status</th><th>data</th><th>screenshots</th></tr></thead><tbody>",
     ]
     for result in rows:
@@ -110,10 +126,11 @@ def write_report_html(run_dir: Path, results: Mapping[str, Mapping[str, Any]], *
             f"<td>{shots}</td></tr>"
         )
     out.append("</tbody></table></body></html>")
-    path = run_dir / "report.html"
-    atomic_write_bytes(path, "\n".join(out).encode("utf-8"))
-    return path
+    store.write_bytes("report.html", "\n".join(out).encode("utf-8"))
+    return store.path_of("report.html")
 
 
-def write_reports(run_dir: Path, results: Mapping[str, Mapping[str, Any]], *, title: str = "") -> tuple[Path, Path]:
+def write_reports(
+    run_dir: Path | str | EvidenceStore, results: Mapping[str, Mapping[str, Any]], *, title: str = ""
+) -> tuple[Path | str, Path | str]:
     return write_combined_csv(run_dir, results), write_report_html(run_dir, results, title=title)

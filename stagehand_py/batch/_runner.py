@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 from .._logging import logger
-from ._evidence import SampleEvidence, atomic_write_json, safe_component
+from ._evidence import EvidenceStore, SampleEvidence, safe_component
 from ._memory import RunMemory
 from ._spec import Sample, TaskSpec
 
@@ -28,7 +28,16 @@ __all__ = [
     "SampleOutcome",
     "SampleRunner",
     "DomainRateLimiter",
+    "RateLimiter",
     "BatchResult",
+    "RowOutcome",
+    "PlannedRun",
+    "plan_run",
+    "work_on_row",
+    "lost_row",
+    "mark_running",
+    "record_row",
+    "completed_result",
     "run_batch",
     "new_run_dir",
     "STATUSES",
@@ -75,8 +84,19 @@ class SampleRunner(Protocol):
     def __call__(self, ctx: SampleContext, /) -> Awaitable[SampleOutcome]: ...
 
 
+class RateLimiter(Protocol):
+    """Waits until a sample may start on ``url`` (in this process, or by asking a shared keeper)."""
+
+    async def wait(self, url: str) -> None: ...
+
+
 class DomainRateLimiter:
-    """At most one sample start per ``interval`` seconds on each host (0 switches it off)."""
+    """At most one sample start per ``interval`` seconds on each host (0 switches it off).
+
+    The next start on a host is counted from when the previous one was let go, not from when it
+    was booked, so a late wake-up never squeezes two starts together. The Ray engine runs one of
+    these in a small actor that every worker asks, which makes the limit cluster-wide.
+    """
 
     def __init__(self, interval: float) -> None:
         self.interval = max(0.0, float(interval))
@@ -98,9 +118,14 @@ class DomainRateLimiter:
 
 @dataclass
 class BatchResult:
-    run_dir: Path
+    store: EvidenceStore
     results: dict[str, dict[str, Any]]
     skipped: list[str]
+
+    @property
+    def run_dir(self) -> Path | str:
+        """The run folder: a ``Path`` on this machine, else its URL."""
+        return self.store.local if self.store.local is not None else self.store.location
 
     @property
     def counts(self) -> dict[str, int]:
@@ -110,14 +135,18 @@ class BatchResult:
         return counts
 
 
-def new_run_dir(evidence_dir: Path) -> Path:
+def new_run_dir(evidence_dir: Path | str | EvidenceStore) -> EvidenceStore:
     """``<evidence_dir>/run_<UTC timestamp>``, suffixed when two runs start in the same second."""
+    parent = EvidenceStore.of(evidence_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path, n = evidence_dir / f"run_{stamp}", 2
-    while path.exists():
-        path, n = evidence_dir / f"run_{stamp}_{n}", n + 1
-    path.mkdir(parents=True)
-    return path
+    taken = set(parent.runs())
+    name, n = f"run_{stamp}", 2
+    while name in taken or (parent.local is not None and (parent.local / name).exists()):
+        name, n = f"run_{stamp}_{n}", n + 1
+    run = parent.child(name)
+    if run.local is not None:
+        run.local.mkdir(parents=True)
+    return run
 
 
 def _now() -> str:
@@ -169,91 +198,192 @@ def judge(spec: TaskSpec, outcome: SampleOutcome, screenshots: list[dict[str, An
     return ("partial_success" if notes else "done"), notes
 
 
-async def _run_one(
+@dataclass
+class RowOutcome:
+    """What the work on one row produced, before anything of it is written: plain data, so a
+    worker on another machine can hand it back to the driver."""
+
+    sample_id: str
+    folder: str
+    result: dict[str, Any]
+    action_log: list[dict[str, Any]]
+    files: dict[str, bytes]
+
+
+def sample_folder(sample: Sample) -> str:
+    return safe_component(sample.id, fallback="sample")
+
+
+async def work_on_row(
     sample: Sample,
     *,
     spec: TaskSpec,
     runner: SampleRunner,
     browser: Any,
-    run_dir: Path,
-    limiter: DomainRateLimiter,
-    semaphore: asyncio.Semaphore,
-    on_status: Callable[[Sample, str], None],
-    memory: RunMemory | None = None,
-) -> dict[str, Any]:
-    folder = run_dir / safe_component(sample.id, fallback="sample")
-    evidence = SampleEvidence(folder)
-    previous = evidence.read_json("checkpoint.json") or {}
-    attempt = int(previous.get("attempt", 0)) + 1
-    async with semaphore:
+    limiter: RateLimiter,
+    attempt: int = 1,
+    memory_notes: Sequence[str] = (),
+) -> RowOutcome:
+    """One row's work, the same on every engine: open a fresh isolated context of ``browser``,
+    wait for the host's turn, run ``runner`` in it within the spec's ``max_time``, judge the outcome.
+    Writes nothing: the caller records the returned outcome (:func:`record_row`)."""
+    evidence = SampleEvidence(sample_folder(sample))
+    started = time.monotonic()
+    started_at = _now()
+    ctx: SampleContext | None = None
+    context = None
+    try:
+        context = await browser.new_context(viewport={"width": 1280, "height": 800})
+        page = await context.new_page()
+        ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence, memory_notes=list(memory_notes))
+        # The host's turn is taken last, right before the runner's first request: opening the
+        # context takes a varying time, which would otherwise eat into the spacing.
         await limiter.wait(sample.url)
-        started = time.monotonic()
-        started_at = _now()
-        checkpoint = {"sample_id": sample.id, "url": sample.url, "state": "running", "attempt": attempt, "started_at": started_at}
-        evidence.write_json("checkpoint.json", checkpoint)
-        on_status(sample, "running")
-        ctx: SampleContext | None = None
-        context = None
-        try:
-            context = await browser.new_context(viewport={"width": 1280, "height": 800})
-            page = await context.new_page()
-            ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence,
-                                memory_notes=memory.relevant(spec, sample) if memory is not None else [])
-            outcome = await asyncio.wait_for(runner(ctx), timeout=spec.max_time)
-            if outcome.status not in STATUSES:
-                raise ValueError(f"the sample runner returned status {outcome.status!r}, not one of {', '.join(STATUSES)}")
-        except TimeoutError:
-            outcome = SampleOutcome(status="failed", error=f"the sample took longer than max_time ({spec.max_time:g} s)")
-        except Exception as exc:  # one sample's failure never stops the batch
-            logger.warning("sample %s failed: %s: %s", sample.id, type(exc).__name__, exc)
-            outcome = SampleOutcome(status="failed", error=f"{type(exc).__name__}: {exc}")
-        finally:
-            if context is not None:
-                try:
-                    await context.close()
-                except Exception as exc:  # the browser may be gone: the outcome stands
-                    logger.debug("closing the context of %s failed: %r", sample.id, exc)
-        screenshots = list(evidence.screenshots)
-        status, notes = judge(spec, outcome, screenshots)
-        result = {
-            "sample_id": sample.id,
-            "url": sample.url,
-            "input": sample.data,
-            "status": status,
-            "reported_status": outcome.status,
-            "data": outcome.data,
-            "error": outcome.error,
-            "notes": notes,
-            "screenshots": screenshots,
-            "hashes": {shot["file"]: shot["sha256"] for shot in screenshots},
-            "usage": outcome.usage,
-            "started_at": started_at,
-            "finished_at": _now(),
-            "duration_s": round(time.monotonic() - started, 3),
-            "attempt": attempt,
-            **({"extra": outcome.extra} if outcome.extra else {}),
-        }
-        evidence.write_json("action_log.json", ctx.action_log if ctx is not None else [])
-        evidence.write_json("result.json", result)
-        if memory is not None:
+        outcome = await asyncio.wait_for(runner(ctx), timeout=spec.max_time)
+        if outcome.status not in STATUSES:
+            raise ValueError(f"the sample runner returned status {outcome.status!r}, not one of {', '.join(STATUSES)}")
+    except TimeoutError:
+        outcome = SampleOutcome(status="failed", error=f"the sample took longer than max_time ({spec.max_time:g} s)")
+    except Exception as exc:  # one sample's failure never stops the batch
+        logger.warning("sample %s failed: %s: %s", sample.id, type(exc).__name__, exc)
+        outcome = SampleOutcome(status="failed", error=f"{type(exc).__name__}: {exc}")
+    finally:
+        if context is not None:
             try:
-                await memory.learn(spec, sample, result, ctx.action_log if ctx is not None else [])
-            except (OSError, ValueError) as exc:  # memory is a help; the sample's result stands
-                logger.warning("run memory: could not learn from %s: %s", sample.id, exc)
-        # Written last: a sample counts as complete only once its result is on disk.
-        evidence.write_json("checkpoint.json", {**checkpoint, "state": "complete", "status": status, "finished_at": result["finished_at"]})
-        on_status(sample, status)
-        return result
+                await context.close()
+            except Exception as exc:  # the browser may be gone: the outcome stands
+                logger.debug("closing the context of %s failed: %r", sample.id, exc)
+    screenshots = list(evidence.screenshots)
+    status, notes = judge(spec, outcome, screenshots)
+    result = {
+        "sample_id": sample.id,
+        "url": sample.url,
+        "input": sample.data,
+        "status": status,
+        "reported_status": outcome.status,
+        "data": outcome.data,
+        "error": outcome.error,
+        "notes": notes,
+        "screenshots": screenshots,
+        "hashes": {shot["file"]: shot["sha256"] for shot in screenshots},
+        "usage": outcome.usage,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "duration_s": round(time.monotonic() - started, 3),
+        "attempt": attempt,
+        **({"extra": outcome.extra} if outcome.extra else {}),
+    }
+    return RowOutcome(sample_id=sample.id, folder=evidence.folder, result=result,
+                      action_log=ctx.action_log if ctx is not None else [], files=dict(evidence.files))
 
 
-def completed_result(run_dir: Path, sample: Sample) -> dict[str, Any] | None:
+def lost_row(sample: Sample, *, attempt: int, error: str) -> RowOutcome:
+    """The outcome of a row whose work never came back (its worker died each time it ran)."""
+    now = _now()
+    result: dict[str, Any] = {
+        "sample_id": sample.id, "url": sample.url, "input": sample.data, "status": "failed", "reported_status": "failed",
+        "data": None, "error": error, "notes": [], "screenshots": [], "hashes": {}, "usage": {},
+        "started_at": now, "finished_at": now, "duration_s": 0.0, "attempt": attempt,
+    }
+    return RowOutcome(sample_id=sample.id, folder=sample_folder(sample), result=result, action_log=[], files={})
+
+
+def mark_running(store: EvidenceStore, sample: Sample) -> int:
+    """Checkpoint the row as running (its attempt number counts every start, across engines and
+    resumes) and return that attempt number."""
+    folder = sample_folder(sample)
+    previous = store.read_json(f"{folder}/checkpoint.json") or {}
+    attempt = int(previous.get("attempt", 0)) + 1
+    store.write_json(f"{folder}/checkpoint.json", {"sample_id": sample.id, "url": sample.url, "state": "running",
+                                                   "attempt": attempt, "started_at": _now()})
+    return attempt
+
+
+async def record_row(
+    store: EvidenceStore, sample: Sample, row: RowOutcome, *, spec: TaskSpec, memory: RunMemory | None = None
+) -> dict[str, Any]:
+    """Write one row's evidence, once: screenshots, ``action_log.json``, ``result.json``, then the
+    ``complete`` checkpoint. A row already complete (a result delivered twice) is left as it is and
+    its stored result returned. Only the driver calls this, so one process writes each row."""
+    stored = completed_result(store, sample)
+    if stored is not None:
+        logger.warning("sample %s was already recorded; keeping the first result", sample.id)
+        return stored
+    folder = row.folder
+    for name, data in row.files.items():
+        store.write_bytes(f"{folder}/{name}", data)
+    store.write_json(f"{folder}/action_log.json", row.action_log)
+    store.write_json(f"{folder}/result.json", row.result)
+    if memory is not None:
+        try:
+            await memory.learn(spec, sample, row.result, row.action_log)
+        except (OSError, ValueError) as exc:  # memory is a help; the sample's result stands
+            logger.warning("run memory: could not learn from %s: %s", sample.id, exc)
+    # Written last: a sample counts as complete only once its result is stored.
+    checkpoint = store.read_json(f"{folder}/checkpoint.json") or {}
+    store.write_json(f"{folder}/checkpoint.json", {
+        **checkpoint, "sample_id": sample.id, "url": sample.url, "state": "complete", "status": row.result["status"],
+        "attempt": row.result["attempt"], "finished_at": row.result["finished_at"],
+    })
+    return row.result
+
+
+def completed_result(run_dir: Path | str | EvidenceStore, sample: Sample) -> dict[str, Any] | None:
     """The stored result of a sample whose checkpoint says complete, else None."""
-    evidence = SampleEvidence(run_dir / safe_component(sample.id, fallback="sample"))
-    checkpoint = evidence.read_json("checkpoint.json")
+    store = EvidenceStore.of(run_dir)
+    folder = sample_folder(sample)
+    checkpoint = store.read_json(f"{folder}/checkpoint.json")
     if not isinstance(checkpoint, dict) or checkpoint.get("state") != "complete":
         return None
-    result = evidence.read_json("result.json")
+    result = store.read_json(f"{folder}/result.json")
     return result if isinstance(result, dict) and result.get("status") in STATUSES else None
+
+
+@dataclass
+class PlannedRun:
+    """A run ready to schedule: the rows already complete (on resume) and the rows to do."""
+
+    store: EvidenceStore
+    results: dict[str, dict[str, Any]]
+    skipped: list[str]
+    todo: list[Sample]
+
+
+def plan_run(
+    samples: Sequence[Sample],
+    *,
+    spec: TaskSpec,
+    store: EvidenceStore,
+    resume: bool,
+    notify: Callable[[Sample, str], None],
+    settings: dict[str, Any],
+) -> PlannedRun:
+    """What every engine does before scheduling: check the ids, pick up completed rows when
+    resuming (whichever engine completed them), and write ``run.json``."""
+    ids = [s.id for s in samples]
+    if len(set(ids)) != len(ids):
+        raise ValueError("sample ids must be unique")
+    folders = [sample_folder(s) for s in samples]
+    if len(set(folders)) != len(folders):
+        raise ValueError("sample ids must stay unique once reduced to folder names (A-Z a-z 0-9 . _ -)")
+    if store.local is not None:
+        store.local.mkdir(parents=True, exist_ok=True)
+    planned = PlannedRun(store=store, results={}, skipped=[], todo=[])
+    for sample in samples:
+        done = completed_result(store, sample) if resume else None
+        if done is not None:
+            planned.results[sample.id] = done
+            planned.skipped.append(sample.id)
+            notify(sample, done["status"])
+        else:
+            planned.todo.append(sample)
+    store.write_json("run.json", {
+        "spec": spec.model_dump(mode="json"),
+        "samples": [s.model_dump(mode="json") for s in samples],
+        **settings,
+        "updated_at": _now(),
+    })
+    return planned
 
 
 async def run_batch(
@@ -262,59 +392,48 @@ async def run_batch(
     spec: TaskSpec,
     runner: SampleRunner,
     browser: Any,
-    run_dir: Path,
+    run_dir: Path | str | EvidenceStore,
     concurrency: int = 2,
     rate_limit: float = 0.0,
     resume: bool = False,
     on_status: Callable[[Sample, str], None] | None = None,
     memory: RunMemory | None = None,
 ) -> BatchResult:
-    """Run every sample (skipping completed ones when ``resume``) and return their results.
+    """Run every sample in this process (skipping completed ones when ``resume``) and return their results.
 
     ``browser`` is a Playwright async ``Browser``; each sample gets its own context in it.
-    ``rate_limit`` is the minimum number of seconds between two sample starts on one host.
-    Writes ``run.json``; the caller writes the combined report (see ``write_reports``).
-    ``memory`` (a :class:`RunMemory` of this run folder) turns run-scoped memory on: each
-    sample gets the notes of the samples finished before it, and adds its own.
+    ``run_dir`` is a folder or any fsspec URL. ``rate_limit`` is the minimum number of seconds
+    between two sample starts on one host. Writes ``run.json``; the caller writes the combined
+    report (see ``write_reports``). ``memory`` (a :class:`RunMemory` of this run folder) turns
+    run-scoped memory on: each sample gets the notes of the samples finished before it, and adds
+    its own. :func:`stagehand_py.batch.run_batch_on_ray` schedules the same work on a Ray cluster.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    ids = [s.id for s in samples]
-    if len(set(ids)) != len(ids):
-        raise ValueError("sample ids must be unique")
-    run_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240  (once, before any row starts)
+    store = EvidenceStore.of(run_dir)
     notify = on_status or (lambda sample, status: None)
-    results: dict[str, dict[str, Any]] = {}
-    skipped: list[str] = []
-    todo: list[Sample] = []
-    for sample in samples:
-        done = completed_result(run_dir, sample) if resume else None
-        if done is not None:
-            results[sample.id] = done
-            skipped.append(sample.id)
-            notify(sample, done["status"])
-        else:
-            todo.append(sample)
-    atomic_write_json(run_dir / "run.json", {
-        "spec": spec.model_dump(mode="json"),
-        "samples": [s.model_dump(mode="json") for s in samples],
-        "concurrency": concurrency,
-        "rate_limit": rate_limit,
-        "memory": memory is not None,
-        "updated_at": _now(),
+    planned = plan_run(samples, spec=spec, store=store, resume=resume, notify=notify, settings={
+        "engine": "local", "concurrency": concurrency, "rate_limit": rate_limit, "memory": memory is not None,
     })
     limiter = DomainRateLimiter(rate_limit)
     semaphore = asyncio.Semaphore(concurrency)
-    tasks = [
-        asyncio.create_task(_run_one(s, spec=spec, runner=runner, browser=browser, run_dir=run_dir,
-                                     limiter=limiter, semaphore=semaphore, on_status=notify, memory=memory),
-                            name=f"sample {s.id}")
-        for s in todo
-    ]
+
+    async def one(sample: Sample) -> dict[str, Any]:
+        async with semaphore:
+            attempt = mark_running(store, sample)
+            notify(sample, "running")
+            notes = memory.relevant(spec, sample) if memory is not None else []
+            row = await work_on_row(sample, spec=spec, runner=runner, browser=browser, limiter=limiter,
+                                    attempt=attempt, memory_notes=notes)
+            result = await record_row(store, sample, row, spec=spec, memory=memory)
+            notify(sample, result["status"])
+            return result
+
+    tasks = [asyncio.create_task(one(s), name=f"sample {s.id}") for s in planned.todo]
     try:
-        for sample, outcome in zip(todo, await asyncio.gather(*tasks), strict=True):
-            results[sample.id] = outcome
+        for sample, outcome in zip(planned.todo, await asyncio.gather(*tasks), strict=True):
+            planned.results[sample.id] = outcome
     finally:
         for task in tasks:
             task.cancel()
-    return BatchResult(run_dir=run_dir, results=results, skipped=skipped)
+    return BatchResult(store=store, results=planned.results, skipped=planned.skipped)

@@ -16,10 +16,13 @@ import httpx
 
 from .._errors import BrowserError, ConfigurationError
 from .._logging import logger
+from .._secrets import redact_secrets
 from ._cdp import DirectConnection
 from ._chromium import DEFAULT_CHROMIUM_ARGS, find_chromium
+from ._options import BrowserOptions
+from ._storage import write_storage_state
 
-__all__ = ["BrowserSession", "launch_browser", "connect_browser"]
+__all__ = ["BrowserSession", "launch_browser", "connect_browser", "connect_playwright_server"]
 
 
 @dataclass
@@ -32,11 +35,25 @@ class BrowserSession:
     browser: Any = None
     owns_browser: bool = False
     closers: list[Any] = field(default_factory=list)
+    #: A persistent context (``user_data_dir``) has no browser object to close: we close this.
+    persistent_context: Any = None
+    #: Where the context's storage state is written on close (BrowserOptions.save_storage_state_to).
+    save_storage_state_to: Any = None
 
     async def close(self) -> None:
+        if self.save_storage_state_to is not None and self.page is not None:
+            try:
+                write_storage_state(self.save_storage_state_to, await self.page.context.storage_state())
+            except Exception as exc:  # the state is the user's: losing it is worth a warning, not a crash on close
+                logger.warning("could not save the storage state to %s: %r", self.save_storage_state_to, exc)
         if self.direct is not None:
             with contextlib.suppress(Exception):
                 await self.direct.close()
+        if self.persistent_context is not None:
+            try:
+                await self.persistent_context.close()
+            except Exception as exc:  # already gone: nothing left to release
+                logger.debug("closing the persistent context failed: %r", exc)
         if self.browser is not None:
             try:
                 # For a browser we launched this ends it; for one we connected to it only
@@ -81,12 +98,19 @@ async def launch_browser(
     viewport: dict[str, int] | None = None,
     direct_cdp: bool = True,
     playwright: Any = None,
+    options: BrowserOptions | None = None,
 ) -> BrowserSession:
     """Launch Chromium with Playwright, plus a loopback debugging port for our direct CDP channel.
 
     ``playwright``: an async Playwright to launch with, which the caller keeps (it is not
     stopped on close); by default one is started here and stopped with the session.
+    ``options`` sets up the context (storage state, profile folder, proxy, locale, ...).
     """
+    options = options or BrowserOptions()
+    context_options = {"viewport": viewport or {"width": 1280, "height": 800}, **options.context_options()}
+    launch_extra: dict[str, Any] = {}
+    if options.proxy is not None:
+        launch_extra["proxy"] = options.proxy.to_playwright()
     borrowed = playwright is not None
     playwright = playwright if borrowed else await _start_playwright()
     try:
@@ -99,16 +123,32 @@ async def launch_browser(
         launch_args = [*DEFAULT_CHROMIUM_ARGS, *args]
         if port is not None:
             launch_args += [f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1"]
+        session = BrowserSession(page=None, playwright=None if borrowed else playwright, owns_browser=True,
+                                 save_storage_state_to=options.save_storage_state_to)
         try:
-            browser = await playwright.chromium.launch(executable_path=executable, headless=headless, args=launch_args)
+            if options.user_data_dir is not None:
+                context = await playwright.chromium.launch_persistent_context(
+                    str(options.user_data_dir), executable_path=executable, headless=headless, args=launch_args,
+                    **launch_extra, **context_options)
+                session.persistent_context = context
+            else:
+                session.browser = await playwright.chromium.launch(executable_path=executable, headless=headless,
+                                                                   args=launch_args, **launch_extra)
         except Exception as exc:
             raise BrowserError(
-                f"Chromium at {executable} failed to start: {exc}. If it runs as root or in a container it needs "
-                "--no-sandbox (on by default here); check that the binary runs: `{executable} --headless --version`."
-            ) from exc
-        session = BrowserSession(page=None, playwright=None if borrowed else playwright, browser=browser, owns_browser=True)
-        context = await browser.new_context(viewport=viewport or {"width": 1280, "height": 800})
-        session.page = await context.new_page()
+                f"Chromium at {executable} failed to start: {_redacted(exc, options)}. If it runs as root or in a "
+                "container it needs --no-sandbox (on by default here); check that the binary runs: "
+                f"`{executable} --headless --version`; a persistent profile folder cannot be open in two browsers."
+            ) from None  # not chained: Playwright's error repeats the launch options, proxy password included
+        if session.persistent_context is None:
+            try:
+                context = await session.browser.new_context(**context_options)
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    await session.browser.close()
+                raise BrowserError(f"Could not set up the browser context: {_redacted(exc, options)}") from None
+        # A persistent context opens with one blank page; use it rather than leave it behind.
+        session.page = context.pages[0] if context.pages else await context.new_page()
         if port is not None:
             try:
                 session.direct = await DirectConnection.open(await _browser_ws_url(f"http://127.0.0.1:{port}"))
@@ -148,6 +188,67 @@ async def connect_browser(cdp_url: str, *, playwright: Any = None) -> BrowserSes
         if not borrowed:
             await playwright.stop()
         raise
+
+
+async def connect_playwright_server(
+    ws_endpoint: str, *, headers: dict[str, str] | None = None, playwright: Any = None,
+    options: BrowserOptions | None = None, timeout: float = 30.0,
+) -> BrowserSession:
+    """Attach to a Playwright server (``playwright run-server`` / ``launch-server``) and open a
+    fresh context on it, set up with ``options``. ``headers`` go with the websocket handshake
+    (a hosted service's token, or ``x-playwright-launch-options``) and are never logged."""
+    if not ws_endpoint.startswith(("ws://", "wss://")):
+        raise ConfigurationError(
+            f"ws_endpoint must start with ws:// or wss://, got {_without_query(ws_endpoint)!r}. For a browser's "
+            "DevTools endpoint (http://host:9222) use Stagehand.connect(cdp_url=...)."
+        )
+    options = options or BrowserOptions()
+    if options.user_data_dir is not None:
+        raise ConfigurationError("BrowserOptions(user_data_dir=...) needs a browser launched here: use Stagehand.launch().")
+    borrowed = playwright is not None
+    playwright = playwright if borrowed else await _start_playwright()
+    try:
+        try:
+            browser = await playwright.chromium.connect(ws_endpoint, headers=headers, timeout=timeout * 1000)
+        except Exception as exc:
+            raise BrowserError(
+                f"Could not connect to a Playwright server at {_without_query(ws_endpoint)}: "
+                f"{_redacted(exc, options, *(headers or {}).values())}. Is `playwright run-server` running there, "
+                "and do the client and server Playwright versions match?"
+            ) from None
+        session = BrowserSession(page=None, playwright=None if borrowed else playwright, browser=browser,
+                                 save_storage_state_to=options.save_storage_state_to)
+        context_options = {"viewport": {"width": 1280, "height": 800}, **options.context_options()}
+        if options.proxy is not None:
+            context_options["proxy"] = options.proxy.to_playwright()
+        try:
+            context = await browser.new_context(**context_options)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                await browser.close()
+            raise BrowserError(f"Could not set up the browser context: {_redacted(exc, options)}") from None
+        session.page = await context.new_page()
+        return session
+    except BaseException:
+        if not borrowed:
+            await playwright.stop()
+        raise
+
+
+def _without_query(url: str) -> str:
+    # Hosted endpoints carry tokens in the query string: never echo it.
+    return url.split("?", 1)[0]
+
+
+def _redacted(exc: Exception, options: BrowserOptions, *more: str) -> str:
+    """A Playwright error's text without the proxy password or header values in it.
+
+    Errors built from it are raised ``from None``: Playwright's own exception quotes the call's
+    options (the proxy password, the handshake headers), and a chained cause prints in full."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    hidden = [*more, *((options.proxy.password,) if options.proxy and options.proxy.password else ())]
+    hidden += list((options.extra_http_headers or {}).values())
+    return redact_secrets(text, hidden)  # the library's one redaction: %secret%, echoes included
 
 
 async def _start_playwright() -> Any:

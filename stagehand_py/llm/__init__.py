@@ -28,7 +28,16 @@ from ._messages import (
     ToolResultPart,
     UserMessage,
 )
-from ._profiles import OutputMode, Profile, ResponseFormat, default_profile, llama_cpp_server_profile
+from ._pricing import PRICES_AS_OF, ModelPrice, price_for
+from ._profiles import (
+    LOCAL_TIMING,
+    OutputMode,
+    Profile,
+    ResponseFormat,
+    Timing,
+    default_profile,
+    llama_cpp_server_profile,
+)
 from ._providers._local import LocalModel, release_local_models
 from ._redact import REDACTED, Redactor
 from ._request import ComputerTool, LanguageModel, LLMRequest, ModelResponse, ProviderTool
@@ -59,11 +68,16 @@ __all__ = [
     "default_profile",
     "ResponseFormat",
     "llama_cpp_server_profile",
+    "Timing",
+    "LOCAL_TIMING",
     "LocalModel",
     "release_local_models",
     "RetryPolicy",
     "Usage",
     "UsageLimits",
+    "ModelPrice",
+    "PRICES_AS_OF",
+    "price_for",
     "Metrics",
     "Redactor",
     "REDACTED",

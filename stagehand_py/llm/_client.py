@@ -28,25 +28,24 @@ from .._errors import (
     StagehandError,
 )
 from .._prompts.llm import reask_message
+from ..tracing._spans import traced_model_request
 from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
 from ._inference_log import InferenceLog
 from ._messages import (
     AssistantMessage,
-    ImagePart,
     Message,
-    ToolResultPart,
     UserMessage,
     coerce_messages,
-    message_text,
 )
-from ._profiles import OutputMode, Profile, default_profile
+from ._pricing import ModelPrice, price_for
+from ._profiles import OutputMode, Profile, Timing, default_profile
 from ._providers._common import HTTPProviderModel, env_var_for
 from ._providers._local import LocalModel
 from ._redact import Redactor
-from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool
+from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool, estimate_input_tokens
 from ._retry import RetryPolicy, call_with_retries
 from ._structured import InvalidOutput, OutputSpec
-from ._usage import Metrics, Usage, UsageLimits, estimate_tokens
+from ._usage import Metrics, Usage, UsageLimits
 
 __all__ = ["LLMClient", "GenerateResult", "resolve_model"]
 
@@ -56,8 +55,6 @@ M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 _PROVIDERS = ("openai", "anthropic", "local")
-#: An image costs roughly this many input tokens; only used to estimate against limits.
-_IMAGE_TOKEN_ESTIMATE = 1000
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ def resolve_model(
     *,
     api_key: str | None,
     base_url: str | None,
-    timeout: float,
+    timeout: float | None,
     profile: Profile | None,
     output_mode: OutputMode | None,
     http_client: httpx2.AsyncClient | None,
@@ -111,7 +108,7 @@ def resolve_model(
                 f"{model!r} runs in this process: api_key=, base_url= and http_client= do not apply. For a "
                 "llama.cpp server use 'openai/<name>' with base_url= and profile=llama_cpp_server_profile()."
             )
-        return LocalModel(name, profile=chosen)
+        return LocalModel(name, profile=chosen, timeout=timeout)
     env_var = env_var_for(provider)
     key = api_key or environ.get(env_var)
     if not key:
@@ -149,9 +146,9 @@ class LLMClient:
         output_mode: OutputMode | None = None,
         profile: Profile | None = None,
         max_reasks: int = 2,
-        max_retries: int = 3,
+        max_retries: int | None = None,
         retry_policy: RetryPolicy | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         usage_limits: UsageLimits | None = None,
         inference_log_dir: str | os.PathLike[str] | None = None,
         secrets: Iterable[str] = (),
@@ -159,11 +156,13 @@ class LLMClient:
         max_output_tokens: int | None = None,
         temperature: float | None = None,
         choice_mode: bool | None = None,
+        price: ModelPrice | None = None,
     ) -> None:
         if max_reasks < 0:
             raise InvalidArgumentError(f"max_reasks must be 0 or more, not {max_reasks}.")
-        if timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be a positive number of seconds, not {timeout}.")
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds (or None: from the model's "
+                                       f"profile), not {timeout}.")
         if isinstance(model, str):
             self._model: LanguageModel = resolve_model(
                 model, api_key=api_key, base_url=base_url, timeout=timeout, profile=profile,
@@ -185,7 +184,20 @@ class LLMClient:
                 f"model must be a 'provider/model' string or an object with `model_name` and "
                 f"`async def request(request) -> ModelResponse`, not {type(model).__name__}."
             )
+        if price is not None and not isinstance(price, ModelPrice):
+            raise InvalidArgumentError(f"price must be a stagehand_py.llm.ModelPrice, not {type(price).__name__}.")
+        # The user's price wins over the table; a model string's base_url decides local (free) or unknown.
+        self._price_given = price is not None
+        self._price = price or price_for(self._model_label, base_url=base_url if isinstance(model, str) else None)
+        if usage_limits is not None and usage_limits.max_cost_usd is not None and self._price is None:
+            raise ConfigurationError(
+                f"usage_limits.max_cost_usd needs the price of {self._model_label}, which the price table does not "
+                "list: pass price=ModelPrice(input_per_million=..., output_per_million=...)."
+            )
         self._max_reasks = max_reasks
+        if max_retries is None:  # the model's profile knows whether repeating a request is worth it
+            timing = getattr(getattr(self._model, "profile", None), "timing", None)
+            max_retries = timing.max_retries if isinstance(timing, Timing) else RetryPolicy().max_retries
         self._retry = retry_policy or RetryPolicy(max_retries=max_retries)
         self._limits = usage_limits
         self._log = InferenceLog(inference_log_dir) if inference_log_dir is not None else None
@@ -230,6 +242,11 @@ class LLMClient:
             return self._choice_mode
         profile = getattr(self._model, "profile", None)
         return bool(getattr(profile, "choice_mode", False))
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """Dollars per million tokens used for ``Usage.cost_usd`` (``None``: unknown)."""
+        return self._price
 
     @property
     def metrics(self) -> Metrics:
@@ -394,7 +411,11 @@ class LLMClient:
     async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
         """One answer from the model: limits, kill switch, retries, capture, usage, log."""
         if self._limits is not None:
-            self._limits.check_before(self._metrics.total, next_input_estimate=_estimate_input(request))
+            estimate = estimate_input_tokens(request)
+            self._limits.check_before(
+                self._metrics.total, next_input_estimate=estimate,
+                next_cost_estimate=None if self._price is None else self._price.cost(input_tokens=estimate, output_tokens=0),
+            )
         model = self._model
         transport = active_transport.get()
         replaying = bool(getattr(transport, "replaying", False))
@@ -430,7 +451,7 @@ class LLMClient:
         started = time.perf_counter()
         try:
             response = await call_with_retries(
-                once,
+                traced_model_request(once, model=self._model_label, request=request),
                 policy=self._retry,
                 describe=f"{self._model_label} {request.purpose} request",
                 on_retry=lambda _exc, _wait: self._metrics.record_retry(),
@@ -449,6 +470,7 @@ class LLMClient:
         usage = response.usage.model_copy(update={
             "requests": max(response.usage.requests, 1),
             "wall_ms": response.usage.wall_ms or (time.perf_counter() - started) * 1000,
+            "cost_usd": self._cost_of(response.usage),
         })
         response = response.model_copy(update={"usage": usage})
         captured.response = response
@@ -456,6 +478,17 @@ class LLMClient:
         if self._log is not None:
             await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
         return response
+
+
+    def _cost_of(self, usage: Usage) -> float | None:
+        # A model object that reports its own bill (set cost_usd explicitly) is believed unless
+        # the user gave a price.
+        if "cost_usd" in usage.model_fields_set and not self._price_given:
+            return usage.cost_usd
+        if self._price is None:
+            return None
+        return self._price.cost(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                                cached_tokens=usage.cached_tokens)
 
 
 def _as_json(value: Any) -> str:
@@ -472,15 +505,3 @@ def _raw_text(response: ModelResponse) -> str | None:
     if isinstance(response.output, BaseModel):
         return response.output.model_dump_json()
     return json.dumps(response.output, default=str)
-
-
-def _estimate_input(request: LLMRequest) -> int:
-    tokens = sum(estimate_tokens(message_text(m)) for m in request.messages)
-    tokens += _IMAGE_TOKEN_ESTIMATE * sum(
-        1 if isinstance(p, ImagePart) else len(p.images)
-        for m in request.messages for p in m.content if isinstance(p, ImagePart | ToolResultPart)
-    )
-    if request.output_schema is not None:
-        tokens += estimate_tokens(json.dumps(request.output_schema))
-    return tokens
-

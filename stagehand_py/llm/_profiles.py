@@ -7,15 +7,76 @@ The profile picks one; users can override it when they know their server better.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal, TypeAlias
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Profile", "OutputMode", "ResponseFormat", "default_profile", "llama_cpp_server_profile"]
+__all__ = [
+    "Profile",
+    "OutputMode",
+    "ResponseFormat",
+    "Timing",
+    "default_profile",
+    "is_loopback_url",
+    "llama_cpp_server_profile",
+    "LOCAL_TIMING",
+]
 
 OutputMode: TypeAlias = Literal["tools", "json_schema", "prompted"]
 #: How a ``json_schema``-mode request carries the schema on an OpenAI-compatible wire.
 ResponseFormat: TypeAlias = Literal["json_schema", "json_object"]
+
+
+class Timing(BaseModel):
+    """How long one request may take before it counts as hung, and what a timeout means.
+
+    A hosted model answers in seconds whatever the prompt; a CPU model reads maybe 15-55 prompt
+    tokens a second, so a fixed cut either fires while it is still computing or never fires at
+    all. The bound is ``base_seconds`` plus the prompt at ``prompt_tokens_per_second`` plus the
+    answer at ``output_tokens_per_second`` (each rate the *slowest* speed to allow for; ``None``
+    leaves that part out).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_seconds: float = Field(default=60.0, gt=0)
+    prompt_tokens_per_second: float | None = Field(default=None, gt=0)
+    output_tokens_per_second: float | None = Field(default=None, gt=0)
+    #: The server answers one request at a time (llama.cpp with one slot, the in-process model):
+    #: a timed-out request is cancelled (its connection closed, so the server frees the slot)
+    #: before any retry, so a retry never queues behind the abandoned answer.
+    single_slot: bool = False
+    #: Retries of a failed request (timeouts, 5xx, dropped connections) when the client is not
+    #: given ``max_retries=``/``retry_policy=``. A slow local model gains little from repeating
+    #: a long request, so local profiles retry once.
+    max_retries: int = Field(default=3, ge=0)
+
+    def seconds_for(self, *, input_tokens: int, max_output_tokens: int) -> float:
+        """The bound for a request of about ``input_tokens`` that may write ``max_output_tokens``."""
+        seconds = self.base_seconds
+        if self.prompt_tokens_per_second is not None:
+            seconds += max(0, input_tokens) / self.prompt_tokens_per_second
+        if self.output_tokens_per_second is not None:
+            seconds += max(0, max_output_tokens) / self.output_tokens_per_second
+        return seconds
+
+    def describe(self) -> str:
+        """The rule in words, for error messages."""
+        parts = [f"{self.base_seconds:g} s"]
+        if self.prompt_tokens_per_second is not None:
+            parts.append(f"the prompt at {self.prompt_tokens_per_second:g} tokens/s")
+        if self.output_tokens_per_second is not None:
+            parts.append(f"the answer at {self.output_tokens_per_second:g} tokens/s")
+        return " + ".join(parts)
+
+
+#: A model on this machine's CPU (in-process, or a llama.cpp/Ollama server on loopback): allow
+#: for a loaded 2-core machine (about a quarter of the ~55 prompt / ~15 output tokens a second
+#: measured here), so a 5,000-token prompt gets ~9 minutes, a 1,000-token one ~2.
+LOCAL_TIMING = Timing(base_seconds=30.0, prompt_tokens_per_second=12.0, output_tokens_per_second=4.0,
+                      single_slot=True, max_retries=1)
 
 
 class Profile(BaseModel):
@@ -45,6 +106,8 @@ class Profile(BaseModel):
     #: lines such as ``"button: Log in [0-11]"``) instead of writing an element id: far more
     #: reliable for small models. On by default for ``local/`` models.
     choice_mode: bool = False
+    #: How long a request may take, and whether a timed-out one must be cancelled before a retry.
+    timing: Timing = Timing()
 
 
 def default_profile(provider: str, model_name: str, *, base_url: str | None) -> Profile:
@@ -55,14 +118,18 @@ def default_profile(provider: str, model_name: str, *, base_url: str | None) -> 
     - An OpenAI-compatible server (``base_url`` given): prompted JSON, the one mode every
       such server (Ollama, llama.cpp, vLLM, LM Studio) handles.
     - Anthropic: a forced tool call, the long-standing structured-output path.
+
+    A local model (``local/``, or a server on a loopback address) gets :data:`LOCAL_TIMING`: its
+    time bound grows with the prompt, and a timed-out request is cancelled before a retry.
     """
     if provider == "anthropic":
         return Profile(output_mode="tools")
     if provider == "local":
         # In-process llama.cpp: the schema becomes a grammar, so every answer is valid JSON.
-        return Profile(output_mode="json_schema", choice_mode=True, supports_images=False, max_output_tokens=1024)
+        return Profile(output_mode="json_schema", choice_mode=True, supports_images=False, max_output_tokens=1024,
+                       timing=LOCAL_TIMING)
     if base_url is not None:
-        return Profile(output_mode="prompted")
+        return Profile(output_mode="prompted", timing=LOCAL_TIMING if is_loopback_url(base_url) else Timing())
     name = model_name.lower()
     if name.startswith(("gpt-3.5", "gpt-4-", "gpt-4")) and not name.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5")):
         return Profile(output_mode="tools")
@@ -77,4 +144,16 @@ def llama_cpp_server_profile(*, choice_mode: bool = True) -> Profile:
     server usually runs a small model; pass ``choice_mode=False`` for a large one.
     """
     return Profile(output_mode="json_schema", response_format="json_object", choice_mode=choice_mode,
-                   supports_images=False, max_output_tokens=1024)
+                   supports_images=False, max_output_tokens=1024, timing=LOCAL_TIMING)
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` names this machine (``localhost``, ``127.x``, ``::1``): a server there
+    is most likely a model on this machine's CPU or GPU, not a hosted API."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -7,14 +7,26 @@ retries, usage and logging are the client's job, so a custom model stays a few l
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._messages import Message, ToolCallPart
-from ._usage import Usage
+from ._messages import ImagePart, Message, ToolCallPart, ToolResultPart, message_text
+from ._usage import Usage, estimate_tokens
 
-__all__ = ["LLMRequest", "ModelResponse", "LanguageModel", "ComputerTool", "ProviderTool", "ANTHROPIC_COMPUTER_BETAS"]
+__all__ = [
+    "LLMRequest",
+    "ModelResponse",
+    "LanguageModel",
+    "ComputerTool",
+    "ProviderTool",
+    "ANTHROPIC_COMPUTER_BETAS",
+    "estimate_input_tokens",
+]
+
+#: An image costs roughly this many input tokens; only used for estimates (limits, timeouts).
+_IMAGE_TOKEN_ESTIMATE = 1000
 
 #: The ``anthropic-beta`` header each version of Anthropic's computer tool needs.
 ANTHROPIC_COMPUTER_BETAS: dict[str, str] = {
@@ -113,3 +125,16 @@ class LanguageModel(Protocol):
     model_name: str
 
     async def request(self, request: LLMRequest) -> ModelResponse: ...
+
+
+def estimate_input_tokens(request: LLMRequest) -> int:
+    """About how many tokens the model reads for ``request`` (messages, images, schema), before
+    it is sent: for usage limits and for time bounds that grow with the prompt."""
+    tokens = sum(estimate_tokens(message_text(m)) for m in request.messages)
+    tokens += _IMAGE_TOKEN_ESTIMATE * sum(
+        1 if isinstance(p, ImagePart) else len(p.images)
+        for m in request.messages for p in m.content if isinstance(p, ImagePart | ToolResultPart)
+    )
+    if request.output_schema is not None:
+        tokens += estimate_tokens(json.dumps(request.output_schema))
+    return tokens

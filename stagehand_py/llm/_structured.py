@@ -21,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .._errors import InvalidSchemaError, RefusalError
 from .._prompts.llm import not_a_choice
+from .._util import pop_defs, ref_target, schema_dict
 from ._request import ModelResponse
 
 __all__ = ["InvalidOutput", "OutputSpec", "check_json_schema", "parse_json_text", "validation_errors"]
@@ -88,8 +89,7 @@ class OutputSpec(Generic[T]):
         if output is None:
             return OutputSpec(schema=None, wire_schema=None, name=name or "result", model=None, wrapped=False)
         if isinstance(output, type) and issubclass(output, BaseModel):
-            schema = output.model_json_schema()
-            return OutputSpec._build(schema, name or _snake(output.__name__), output)
+            return OutputSpec._build(schema_dict(output), name or _snake(output.__name__), output)
         if isinstance(output, dict):
             check_json_schema(output, what="output")
             return OutputSpec._build(dict(output), name or str(output.get("title") or "result"), None)
@@ -103,15 +103,13 @@ class OutputSpec(Generic[T]):
         if _is_object_schema(schema):
             return OutputSpec(schema=schema, wire_schema=schema, name=safe_name, model=model, wrapped=False)
         inner = dict(schema)
-        defs = inner.pop("$defs", None)
         wire: dict[str, Any] = {
             "type": "object",
             "properties": {_WRAP_KEY: inner},
             "required": [_WRAP_KEY],
             "additionalProperties": False,
+            **pop_defs(inner),
         }
-        if defs is not None:
-            wire["$defs"] = defs
         return OutputSpec(schema=schema, wire_schema=wire, name=safe_name, model=model, wrapped=True)
 
     def extract(self, response: ModelResponse) -> Any:
@@ -176,20 +174,6 @@ def _refs(node: Any, path: str = "$") -> list[tuple[str, str]]:
     return found
 
 
-def _local_target(schema: dict[str, Any], ref: str) -> bool:
-    """Whether the local reference ``ref`` (``#`` or ``#/a/b``) names a part of ``schema``."""
-    node: Any = schema
-    for raw in ref[1:].split("/")[1:] if ref.startswith("#/") else []:
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return False
-    return ref == "#" or ref.startswith("#/")
-
-
 def check_json_schema(schema: dict[str, Any], *, what: str) -> None:
     """Raise :class:`InvalidSchemaError` (naming ``what``, e.g. ``"output"``) unless ``schema``
     is a valid JSON Schema whose every ``$ref`` points inside it. The one place schemas given by
@@ -209,11 +193,13 @@ def check_json_schema(schema: dict[str, Any], *, what: str) -> None:
                 f"{what} has a remote $ref {ref!r} at {where}: stagehand_py never fetches schemas. Put the definition "
                 "in the schema's own $defs and refer to it as '#/$defs/<name>'."
             )
-        if not _local_target(schema, ref):
+        try:
+            ref_target(schema, ref)
+        except KeyError:
             raise InvalidSchemaError(
                 f"{what} has a $ref {ref!r} at {where} that names nothing in the schema: define it under $defs "
                 "or fix the reference."
-            )
+            ) from None
 
 
 def validation_errors(data: Any, schema: dict[str, Any], model: type[BaseModel] | None = None, *,

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import UsageLimitExceededError
+from .._errors import CostLimitExceededError, UsageLimitExceededError
 
 __all__ = ["Usage", "Metrics", "UsageLimits", "estimate_tokens"]
 
@@ -29,6 +29,10 @@ class Usage(BaseModel):
     #: Hidden reasoning tokens (a subset of ``output_tokens`` for providers that report them).
     reasoning_tokens: int = 0
     wall_ms: float = 0.0
+    #: US dollars, from the model's price (:class:`~stagehand_py.llm.ModelPrice`); ``None`` when
+    #: the price is unknown (a model the price table does not list and no ``price=`` given).
+    #: A sum with an unknown part is unknown: a partial sum would read as the whole bill.
+    cost_usd: float | None = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -44,6 +48,22 @@ class Usage(BaseModel):
             cached_tokens=self.cached_tokens + other.cached_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             wall_ms=self.wall_ms + other.wall_ms,
+            cost_usd=None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd,
+        )
+
+
+    def __sub__(self, other: Usage) -> Usage:
+        """What was spent between two readings of a running total (``later - earlier``)."""
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            requests=self.requests - other.requests,
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            cached_tokens=self.cached_tokens - other.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
+            wall_ms=self.wall_ms - other.wall_ms,
+            cost_usd=None if self.cost_usd is None or other.cost_usd is None else self.cost_usd - other.cost_usd,
         )
 
 
@@ -60,9 +80,17 @@ class UsageLimits(BaseModel):
     max_input_tokens: int | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=0)
     max_total_tokens: int | None = Field(default=None, ge=0)
+    #: US dollars. Needs a known price (the model is in the price table, or ``price=`` is given).
+    max_cost_usd: float | None = Field(default=None, ge=0)
 
-    def check_before(self, spent: Usage, *, next_input_estimate: int) -> None:
-        """Raise :class:`UsageLimitExceededError` if the next request would cross a cap."""
+    def check_before(self, spent: Usage, *, next_input_estimate: int, next_cost_estimate: float | None = None) -> None:
+        """Raise :class:`UsageLimitExceededError` if the next request would cross a cap.
+
+        ``next_cost_estimate`` is the dollars of the next request's input (its output is unknown
+        until it is made, so a call is allowed while the input alone stays under the cap).
+        """
+        if self.max_cost_usd is not None:
+            self._check_cost(spent, next_cost_estimate)
         checks: list[tuple[str, int | None, int]] = [
             ("max_requests", self.max_requests, spent.requests + 1),
             ("max_input_tokens", self.max_input_tokens, spent.input_tokens + next_input_estimate),
@@ -78,6 +106,24 @@ class UsageLimits(BaseModel):
                     f"{spent.output_tokens} output tokens; next request ~{next_input_estimate} input "
                     "tokens). Raise the limit in usage_limits, or start a new LLMClient."
                 )
+
+
+    def _check_cost(self, spent: Usage, next_cost_estimate: float | None) -> None:
+        assert self.max_cost_usd is not None
+        if spent.cost_usd is None or next_cost_estimate is None:
+            raise CostLimitExceededError(
+                f"usage limit max_cost_usd={self.max_cost_usd:g} cannot be enforced: the model's price is unknown, so "
+                "no request is made. Pass LLMClient(..., price=ModelPrice(input_per_million=..., "
+                "output_per_million=...)), or use a model from the price table.",
+                spent_usd=spent.cost_usd, limit_usd=self.max_cost_usd, next_estimate_usd=next_cost_estimate,
+            )
+        if spent.cost_usd + next_cost_estimate > self.max_cost_usd or spent.cost_usd >= self.max_cost_usd:
+            raise CostLimitExceededError(
+                f"usage limit max_cost_usd={self.max_cost_usd:g} would be exceeded by the next model request: spent "
+                f"${spent.cost_usd:.6f} so far in {spent.requests} requests, the next one's input alone costs "
+                f"~${next_cost_estimate:.6f}. Raise max_cost_usd in usage_limits, or start a new LLMClient.",
+                spent_usd=spent.cost_usd, limit_usd=self.max_cost_usd, next_estimate_usd=next_cost_estimate,
+            )
 
 
 def estimate_tokens(text: str) -> int:
@@ -152,5 +198,5 @@ class Metrics:
         t = self._total
         return (
             f"Metrics(requests={t.requests}, input_tokens={t.input_tokens}, "
-            f"output_tokens={t.output_tokens}, purposes={sorted(self._by_purpose)})"
+            f"output_tokens={t.output_tokens}, cost_usd={t.cost_usd}, purposes={sorted(self._by_purpose)})"
         )

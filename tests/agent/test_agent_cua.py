@@ -8,14 +8,14 @@ import re
 import pytest
 
 from stagehand_py import Stagehand
-from stagehand_py.agent.cua import (
+from stagehand_py.agent.modes.cua import (
     CuaAction,
     ScreenGeometry,
     from_anthropic,
     from_openai,
     normalise_key,
 )
-from stagehand_py.agent.cua._actions import png_size
+from stagehand_py.agent.modes.cua._actions import png_size
 from stagehand_py.llm import ImagePart
 
 from ._script import AgentScript, call

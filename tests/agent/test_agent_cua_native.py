@@ -21,7 +21,7 @@ from llm._fake_provider import (
 from pydantic import BaseModel
 
 from stagehand_py import Stagehand
-from stagehand_py.agent.cua._actions import png_size
+from stagehand_py.agent.modes.cua._actions import png_size
 from stagehand_py.llm import LLMClient, RetryPolicy
 
 SECRET = "cua-native-CANARY-7c1"
@@ -185,7 +185,7 @@ async def test_the_model_giving_up_and_a_chat_model_staying_on_the_internal_prot
     result = await Stagehand(page, model=client).agent(mode="cua").execute("Press Launch", max_steps=3)
     assert result.status == "failed" and result.message == "there is no such button."
 
-    from stagehand_py.agent.cua._native import native_provider
+    from stagehand_py.agent.modes.cua._native import native_provider
 
     assert native_provider(client) == "anthropic"
     chat = LLMClient("openai/gpt-4.1-mini", api_key="sk-test", base_url=f"{provider.url}/v1")

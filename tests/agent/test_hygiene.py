@@ -16,20 +16,18 @@ from stagehand_py import (
     PageClosedError,
     ProviderConnectionError,
 )
-from stagehand_py.agent._hygiene import (
+from stagehand_py._util import deep_merge, normalise_url, write_json_atomic
+from stagehand_py.agent.hygiene import (
     FailureTracker,
     StallDetector,
     StepBudget,
     action_signature,
     check_done_output,
     classify_error,
-    deep_merge,
     history_split,
-    normalise_url,
     page_signature,
     sanitise,
     summarise_steps,
-    write_json_atomic,
 )
 
 # --- budget ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from llm._fake_provider import FakeProvider, chat_completion, error_body
 
 from stagehand_py import RateLimitError, Stagehand
-from stagehand_py.agent._hygiene import (
+from stagehand_py.agent.hygiene import (
     batch_abort_reason,
     is_pagination_control,
     item_count,

@@ -6,6 +6,9 @@ the environment so the CLI subprocess sees them too:
 
 - ``SCRIPTED_RUNNER_LOG``: a file that gets one line per sample started (``<id>``).
 - ``SCRIPTED_RUNNER_HANG``: a sample id that hangs (to interrupt a run in the middle).
+- ``SCRIPTED_RUNNER_PIDS``: a file that gets ``<id> <pid>`` per sample started (which process ran it).
+- ``SCRIPTED_RUNNER_HANG_ONCE``: a sample id that hangs the first time it starts only (a worker
+  can be killed under it; when it runs again elsewhere it finishes).
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ def make_runner(*, model: str | None = None) -> Any:
                 handle.write(ctx.sample.id + "\n")
         if ctx.sample.id == os.environ.get("SCRIPTED_RUNNER_HANG"):
             await asyncio.sleep(3600)
+        pids = os.environ.get("SCRIPTED_RUNNER_PIDS")
+        if pids:
+            with Path(pids).open("a") as handle:
+                handle.write(f"{ctx.sample.id} {os.getpid()}\n")
+            starts = [line.split()[0] for line in Path(pids).read_text().splitlines()]
+            if ctx.sample.id == os.environ.get("SCRIPTED_RUNNER_HANG_ONCE") and starts.count(ctx.sample.id) == 1:
+                await asyncio.sleep(3600)
         page = ctx.page
         # isolation: nothing left over from another sample
         leftovers = await page.context.cookies()
@@ -61,5 +71,16 @@ def make_runner(*, model: str | None = None) -> Any:
         if "Mug" not in answer.output["name"]:  # the spec asks for this screenshot; the mug sample "forgets" it
             await ctx.screenshot("product page")
         return SampleOutcome(status="done", data=answer.output, usage={"model_calls": 1}, extra={"leftover_cookies": len(leftovers)})
+
+    return run
+
+
+def make_goto_runner(*, model: str | None = None) -> Any:
+    """A runner whose first act is the request: the rate-limit tests time requests at the server."""
+
+    async def run(ctx: SampleContext) -> SampleOutcome:
+        await ctx.page.goto(ctx.sample.url)
+        await ctx.screenshot("product page")
+        return SampleOutcome(status="done", data={"name": await ctx.page.title(), "price": "n/a"})
 
     return run

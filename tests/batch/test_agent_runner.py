@@ -55,3 +55,35 @@ async def test_agent_runner_over_the_product_pages(server, browser, tmp_path: Pa
     log = json.loads((folder / "action_log.json").read_text())
     assert [entry["tool"] for entry in log] == ["goto", "save_screenshot", "done"]
     assert stored["usage"]["input_tokens"] >= 0
+
+
+DOWNLOAD_SPEC = TaskSpec(goal="Download the price list.", max_steps=4, max_time=60)
+PRICE_LIST = b"sku,price\nA1,10\n"
+
+
+def download_agent(request: LLMRequest) -> dict:
+    text = "\n".join(p.text for m in request.messages for p in m.content if isinstance(p, TextPart))
+    if "price-list.csv" in text and "downloaded" in text.lower():
+        return step("done", message="downloaded")
+    link = re.search(r"\[(\d+-\d+)\] link: Price list", text)
+    assert link, text
+    return step("act", element_id=link.group(1), method="click")
+
+
+async def test_a_download_joins_the_rows_evidence(server, browser, tmp_path: Path) -> None:
+    from _server import Response
+
+    page = '<!DOCTYPE html><html><body><a href="/price-list">Price list</a></body></html>'
+    with server.route("/downloads.html", lambda req: Response.html(page)), server.route(
+            "/price-list", lambda req: Response(body=PRICE_LIST, content_type="text/csv",
+                                                headers={"Content-Disposition": 'attachment; filename="price-list.csv"'})):
+        result = await run_batch([Sample(id="d1", url=server.url("downloads.html"))], spec=DOWNLOAD_SPEC,
+                                 runner=make_agent_runner(model=FunctionLLM(download_agent)), browser=browser,
+                                 run_dir=tmp_path, concurrency=1)
+    assert result.results["d1"]["status"] == "done", result.results["d1"]
+    stored = json.loads((tmp_path / "d1" / "result.json").read_text())
+    (download,) = stored["extra"]["downloads"]
+    assert download["suggested_filename"] == "price-list.csv" and download["size"] == len(PRICE_LIST)
+    assert download["sha256"] == hashlib.sha256(PRICE_LIST).hexdigest()
+    assert (tmp_path / "d1" / download["file"]).read_bytes() == PRICE_LIST  # in the evidence, not a scratch folder
+    assert "path" not in download

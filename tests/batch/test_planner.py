@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stagehand_py import ConfigurationError
-from stagehand_py.batch import TaskSpec, _cli, load_spec
+from stagehand_py.batch import RunnerFactory, TaskSpec, _cli, load_spec
 from stagehand_py.batch._planner import _Plan, _to_task
 from stagehand_py.llm import LLMClient, LLMRequest, TextPart
 from stagehand_py.testing import FunctionLLM
@@ -81,5 +81,5 @@ def test_long_horizon_flags_become_agent_options() -> None:
                                          "max_actions_per_step": 3, "pagination_bonus_steps": 2}
     assert _cli._agent_options(parse(["run", "--task", "t.json", "--multi-action", "5"]))["max_actions_per_step"] == 5
     assert _cli._agent_options(parse(["run", "--task", "t.json"])) == {}  # all off by default
-    with pytest.raises(SystemExit, match="does not take fallback_model"):
-        _cli._load_runner("batch._scripted_runner:make_runner", model=None, options={"fallback_model": "x"})
+    with pytest.raises(ConfigurationError, match="does not take fallback_model"):
+        RunnerFactory("batch._scripted_runner:make_runner", options={"fallback_model": "x"}).build()

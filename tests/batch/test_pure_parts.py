@@ -12,6 +12,7 @@ import pytest
 from stagehand_py import ConfigurationError
 from stagehand_py.batch import (
     DomainRateLimiter,
+    EvidenceStore,
     SampleEvidence,
     SampleOutcome,
     TaskSpec,
@@ -20,7 +21,7 @@ from stagehand_py.batch import (
     safe_component,
     samples_from_csv,
 )
-from stagehand_py.batch._report import write_combined_csv
+from stagehand_py.batch._report import write_combined_csv, write_report_html
 
 
 @pytest.mark.parametrize(("raw", "safe"), [
@@ -33,15 +34,30 @@ def test_safe_component(raw: str, safe: str) -> None:
 
 
 def test_screenshots_are_numbered_hashed_and_stay_inside(tmp_path: Path) -> None:
-    evidence = SampleEvidence(tmp_path / "s1")
+    evidence = SampleEvidence("../s1")
     first = evidence.add_screenshot(b"one", name="../../../outside")
     second = evidence.add_screenshot(b"two", name="Product page", step=3)
     assert [first["file"], second["file"]] == ["001_outside.png", "002_Product_page.png"]
     assert second == {"file": "002_Product_page.png", "name": "Product page", "sha256": hashlib.sha256(b"two").hexdigest(), "bytes": 3, "step": 3}
-    assert sorted(p.name for p in (tmp_path / "s1").iterdir()) == ["001_outside.png", "002_Product_page.png"]
-    evidence.write_json("../result.json", {"a": 1})
+    evidence.add_json("../result.json", {"a": 1})
+    assert not list(tmp_path.iterdir())  # nothing is written while the sample runs
+    evidence.write_to(EvidenceStore(tmp_path))
+    assert sorted(p.name for p in (tmp_path / "s1").iterdir()) == ["001_outside.png", "002_Product_page.png", "result.json"]
+    assert (tmp_path / "s1" / "002_Product_page.png").read_bytes() == b"two"
     assert json.loads((tmp_path / "s1" / "result.json").read_text()) == {"a": 1}
-    assert evidence.read_json("missing.json") is None
+
+
+def test_evidence_store_on_a_folder_and_on_fsspec_memory(tmp_path: Path) -> None:
+    local, remote = EvidenceStore(tmp_path / "run_1"), EvidenceStore("memory://evidence-test/run_1")
+    for store in (local, remote):
+        store.write_json("s1/result.json", {"a": 1})
+        assert store.read_json("s1/result.json") == {"a": 1} and store.read_json("missing.json") is None
+        with pytest.raises(ValueError, match="outside|plain relative"):
+            store.write_bytes("../escape.txt", b"x")
+    assert not (tmp_path / "escape.txt").exists() and not list((tmp_path / "run_1").rglob("*.tmp"))
+    assert str(remote.path_of("s1/result.json")) == "memory://evidence-test/run_1/s1/result.json"
+    with pytest.raises(ConfigurationError, match="cannot open the evidence location 'nosuchproto://x'"):
+        EvidenceStore("nosuchproto://x")
 
 
 def test_status_rules() -> None:
@@ -85,14 +101,18 @@ def test_spec_and_csv_errors(tmp_path: Path) -> None:
 
 def test_combined_csv_sorted_and_json_encoded(tmp_path: Path) -> None:
     results = {
-        "b": {"sample_id": "b", "url": "u", "status": "done", "data": {"n": 1, "tags": ["x", "y"], "obj": {"k": None}}},
+        "b": {"sample_id": "b", "url": "u", "status": "done", "data": {"n": 1, "tags": ["x", "y"], "obj": {"k": None}},
+              "usage": {"cost_usd": 0.0123}},
         "a": {"sample_id": "a", "url": "u", "status": "failed", "data": None, "error": "boom", "notes": ["n1", "n2"]},
         "c": {"sample_id": "c", "url": "u", "status": "done", "data": [1, 2]},
     }
     text = write_combined_csv(tmp_path, results).read_text()
     assert text.splitlines() == [
-        "sample_id,url,status,error,notes,screenshots,data.n,data.tags,data.obj,data",
-        "a,u,failed,boom,n1; n2,[],,,,",
-        'b,u,done,,,[],1,"[""x"", ""y""]","{""k"": null}",',
-        "c,u,done,,,[],,,,\"[1, 2]\"",
+        "sample_id,url,status,error,notes,screenshots,cost_usd,data.n,data.tags,data.obj,data",
+        "a,u,failed,boom,n1; n2,[],,,,,",
+        'b,u,done,,,[],0.0123,1,"[""x"", ""y""]","{""k"": null}",',
+        "c,u,done,,,[],,,,,\"[1, 2]\"",
     ]
+    # The report sums the known costs and says how many rows had none (a model without a price).
+    report = write_report_html(tmp_path, results).read_text()
+    assert "model cost: <b>$0.0123 (+2 rows of unknown cost)</b>" in report

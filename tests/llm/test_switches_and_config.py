@@ -190,8 +190,9 @@ def test_public_surface_is_pinned() -> None:
         "SystemMessage", "UserMessage", "AssistantMessage", "ToolMessage", "TextPart", "ImagePart",
         "ImageMediaType", "ToolCallPart", "ToolResultPart", "PendingSafetyCheck", "ComputerTool", "ProviderTool",
         "Profile", "OutputMode", "default_profile",
-        "RetryPolicy", "Usage", "UsageLimits", "Metrics", "Redactor", "REDACTED", "CapturedCall",
+        "RetryPolicy", "Usage", "UsageLimits", "ModelPrice", "PRICES_AS_OF", "price_for", "Metrics", "Redactor", "REDACTED", "CapturedCall",
         "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel", "release_local_models",
+            "Timing", "LOCAL_TIMING",
     }
     assert set(testing.__all__) == {
         "FunctionLLM", "ScriptedLLM", "Answer", "block_model_requests", "capture_requests",

@@ -7,7 +7,8 @@ import asyncio
 from playwright.async_api import async_playwright
 from pydantic import BaseModel
 
-from stagehand_py import Action, ActResult, Snapshot, Stagehand, StagehandError
+from stagehand_py import Action, ActResult, AgentResult, Snapshot, Stagehand, StagehandError
+from stagehand_py.agent import AgentConfig, Driver
 from stagehand_py.llm import AssistantMessage, LLMClient, SystemMessage, TextPart, UserMessage
 from stagehand_py.testing import FunctionLLM
 
@@ -38,6 +39,13 @@ async def main() -> None:
             print(result.success)
         book: Book = await sh.extract("the book", schema=Book)
         print(book.title)
+        driver: Driver = sh  # what the agent needs from the browser; a Stagehand is one
+        print(driver.page.url)
+        agent = sh.agent(mode="dom", allowed_domains=["example.com"], expected_items=3)
+        config = AgentConfig(self_check=True, memory_notes=["the list has 3 pages"])
+        strict = sh.agent(config, max_outline_tokens=4000)
+        outcome: AgentResult = await agent.execute("Find the cheapest plan", max_steps=10, output=Book)
+        print(outcome.status, strict.config.max_outline_tokens)
     async with async_playwright() as pw:
         browser = await pw.chromium.launch()
         page = await browser.new_page()

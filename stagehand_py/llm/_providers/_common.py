@@ -24,13 +24,14 @@ from ..._errors import (
 from .._hooks import active_transport
 from .._messages import ImagePart, ToolResultPart
 from .._profiles import Profile
-from .._request import LLMRequest, ModelResponse
+from .._request import LLMRequest, ModelResponse, estimate_input_tokens
 from .._usage import Usage
 
 __all__ = [
     "HTTPProviderModel",
     "status_error",
     "connection_error",
+    "timeout_error",
     "malformed_response_error",
     "env_var_for",
     "own_error",
@@ -86,6 +87,27 @@ def connection_error(*, provider: str, model: str, timed_out: bool, detail: str)
     what = "timed out" if timed_out else "could not connect"
     return ProviderConnectionError(
         f"{provider} model {model!r}: the request {what} ({detail}). {_ADVICE[ProviderConnectionError]}",
+        provider=provider,
+        model=model,
+    )
+
+
+def timeout_error(*, provider: str, model: str, waited: float, input_tokens: int, profile: Profile,
+                  given: float | None) -> ProviderConnectionError:
+    """A request with no answer in time: what took how long, where the bound came from, what to change."""
+    timing = profile.timing
+    if given is not None:
+        origin = "the timeout= you gave"
+        advice = "raise timeout=, or pass timeout=None to let the model's profile scale the bound with the prompt"
+    else:
+        origin = f"the model's profile: {timing.describe()}"
+        advice = ("if the model is on a slow CPU, give it longer: timeout=<seconds>, or "
+                  "profile=Profile(timing=Timing(prompt_tokens_per_second=<slower>, ...))")
+    cancelled = " The request was cancelled (its connection closed) so the server frees its slot." if timing.single_slot else ""
+    return ProviderConnectionError(
+        f"{provider} model {model!r} timed out: no answer within {waited:.3g} s to a prompt of about "
+        f"{input_tokens:,} tokens (the bound comes from {origin}).{cancelled} Either {advice}; or send less: a smaller "
+        "Stagehand(token_budget=...) or a selector= to scope the page.",
         provider=provider,
         model=model,
     )
@@ -161,7 +183,7 @@ class HTTPProviderModel:
         *,
         api_key: str,
         base_url: str | None,
-        timeout: float,
+        timeout: float | None,
         profile: Profile,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
@@ -169,6 +191,7 @@ class HTTPProviderModel:
         self.profile = profile
         self._api_key = api_key
         self._base_url = base_url
+        #: The user's fixed bound per request; None: the profile's, scaled to each prompt.
         self._timeout = timeout
         self._http_client = http_client
         self._clients: dict[int, Any] = {}
@@ -188,7 +211,7 @@ class HTTPProviderModel:
         if client is None:
             http_client = self._http_client
             if transport is not None:
-                http_client = httpx2.AsyncClient(transport=transport, timeout=self._timeout)
+                http_client = httpx2.AsyncClient(transport=transport, timeout=self._default_timeout())
             client = self._make_sdk(http_client)
             self._clients[key] = client
         return client
@@ -207,14 +230,34 @@ class HTTPProviderModel:
                 "profile=Profile(..., supports_images=True) if the model can see."
             )
         params = self.build_params(request)
+        input_tokens = estimate_input_tokens(request)
+        timeout = self.request_timeout(request, input_tokens=input_tokens)
         try:
-            raw = await self._create(params)
+            # A timed-out call leaves the SDK's HTTP stack with its connection closed (httpcore
+            # drops a connection whose response was not read to the end), which is what makes a
+            # single-slot server (llama.cpp) abort the abandoned answer before a retry arrives.
+            raw = await self._create({**params, "timeout": timeout})
         except (*self._sdk_errors, json.JSONDecodeError) as exc:  # type: ignore[misc]  # mypy can't see a starred tuple of exception types
             own = own_error(exc)
             if own is not None:
                 raise own from None
+            if isinstance(exc, self._timeout_error):
+                raise timeout_error(provider=self.provider, model=self.model_name, waited=timeout,
+                                    input_tokens=input_tokens, profile=self.profile, given=self._timeout) from exc
             raise self._translate(exc) from exc
         return self._parse(raw, request)
+
+    def request_timeout(self, request: LLMRequest, *, input_tokens: int | None = None) -> float:
+        """Seconds this request may take: the user's ``timeout=``, else the profile's bound for
+        its size (a CPU model reading a long prompt is computing, not hung)."""
+        if self._timeout is not None:
+            return self._timeout
+        tokens = estimate_input_tokens(request) if input_tokens is None else input_tokens
+        return self.profile.timing.seconds_for(
+            input_tokens=tokens, max_output_tokens=request.max_output_tokens or self.profile.max_output_tokens)
+
+    def _default_timeout(self) -> float:
+        return self._timeout if self._timeout is not None else self.profile.timing.base_seconds
 
     def _translate(self, exc: BaseException) -> ProviderError:
         """SDK error to ours: status, provider, model and body kept; the caller chains it."""
@@ -246,7 +289,7 @@ class HTTPProviderModel:
         return self._sdk_class(
             api_key=self._api_key,
             base_url=self._base_url,
-            timeout=self._timeout,
+            timeout=self._default_timeout(),  # each request passes its own bound; this one is never used alone
             max_retries=0,  # tenacity in _retry.py is the only retry loop
             http_client=http_client,
         )

@@ -17,6 +17,9 @@ Choices made here, and why:
 - **Cancellation.** Answers are streamed inside the process; when the awaiting task is
   cancelled (a timeout), generation stops at the next token, so a retry never queues behind an
   abandoned answer. Prompt processing itself cannot be interrupted.
+- **Time.** A request's bound comes from the profile (:data:`~stagehand_py.llm.LOCAL_TIMING`: a
+  base plus the prompt and the answer at a slow CPU's speed) and starts when the engine takes the
+  request, not while it waits behind another one: a model that is computing is not hung.
 - **Busy-waiting OpenMP threads.** llama.cpp's OpenMP threads spin between tokens and starve the
   browser; libgomp reads ``OMP_WAIT_POLICY`` once, when xllamacpp is imported, so the first import
   here sets ``OMP_WAIT_POLICY=PASSIVE`` unless the user has set it (a value you set is kept).
@@ -47,8 +50,9 @@ from ..._errors import BadRequestError, ConfigurationError, InvalidArgumentError
 from ..._prompts.llm import prompted_json_instructions
 from .._messages import ImagePart
 from .._profiles import Profile, default_profile
-from .._request import LLMRequest, ModelResponse
+from .._request import LLMRequest, ModelResponse, estimate_input_tokens
 from .._usage import Usage
+from ._common import timeout_error
 
 __all__ = [
     "MODELS_DIR_ENV",
@@ -267,7 +271,9 @@ class LocalModel:
         LLMClient(LocalModel("~/models/qwen.gguf", n_ctx=8192, n_threads=2))
 
     ``n_ctx`` bounds prompt plus answer (keep ``Stagehand(token_budget=...)`` below it);
-    ``n_threads`` defaults to llama.cpp's choice. The file is checked here; the model is loaded
+    ``n_threads`` defaults to llama.cpp's choice; ``timeout`` (seconds per request, counted from
+    when the engine starts on it) defaults to the profile's bound for each prompt's size. The file
+    is checked here; the model is loaded
     (``import xllamacpp`` included) on the first request and shared with every other
     ``LocalModel`` of the same file and settings in this process.
     """
@@ -282,17 +288,21 @@ class LocalModel:
         n_threads: int | None = None,
         seed: int = 0,
         profile: Profile | None = None,
+        timeout: float | None = None,
     ) -> None:
         if n_ctx < 512:
             raise InvalidArgumentError(f"n_ctx must be at least 512 tokens, not {n_ctx}.")
         if n_threads is not None and n_threads < 1:
             raise InvalidArgumentError(f"n_threads must be 1 or more, not {n_threads}.")
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds (or None: from the profile), not {timeout}.")
         self.path = resolve_model_path(os.fspath(path))
         self.model_name = self.path.name
         self.profile = profile or default_profile("local", self.model_name, base_url=None)
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._seed = seed
+        self._timeout = timeout
         self._engine: _Engine | None = None
         self._engine_lock = threading.Lock()
 
@@ -342,16 +352,43 @@ class LocalModel:
                 "(vision=False) or use a model that sees."
             )
         params = self.build_params(request)
+        input_tokens = estimate_input_tokens(request)
+        bound = self._timeout if self._timeout is not None else self.profile.timing.seconds_for(
+            input_tokens=input_tokens, max_output_tokens=int(params["max_tokens"]))
         cancelled = threading.Event()
+        began = threading.Event()  # set when the engine takes this request (after any queue)
         started = time.perf_counter()
+        work = asyncio.ensure_future(asyncio.to_thread(self._generate, params, cancelled, began))
         try:
-            chunks = await asyncio.shield(asyncio.to_thread(self._generate, params, cancelled))
+            await self._wait_within(work, began, bound)
         except asyncio.CancelledError:
             cancelled.set()  # the worker stops at its next token and frees the slot
             raise
-        return self._parse(chunks, wall_ms=(time.perf_counter() - started) * 1000)
+        except TimeoutError:
+            cancelled.set()
+            raise timeout_error(provider=self.provider, model=self.model_name, waited=bound,
+                                input_tokens=input_tokens, profile=self.profile, given=self._timeout) from None
+        return self._parse(work.result(), wall_ms=(time.perf_counter() - started) * 1000)
 
-    def _generate(self, params: dict[str, Any], cancelled: threading.Event) -> list[dict[str, Any]]:
+    @staticmethod
+    async def _wait_within(work: asyncio.Future[Any], began: threading.Event, bound: float) -> None:
+        """Wait for ``work``; raise ``TimeoutError`` once it has run ``bound`` seconds on the engine.
+
+        Time spent queued behind another request does not count: that one is computing, not hung.
+        """
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        while not work.done():
+            if deadline is None and began.is_set():
+                deadline = loop.time() + bound
+            wait = 0.05 if deadline is None else max(0.0, deadline - loop.time())
+            await asyncio.wait({work}, timeout=wait)
+            if not work.done() and deadline is not None and loop.time() >= deadline:
+                raise TimeoutError
+        work.result()  # re-raise what the worker raised
+
+    def _generate(self, params: dict[str, Any], cancelled: threading.Event,
+                  began: threading.Event | None = None) -> list[dict[str, Any]]:
         engine = self._get_engine()
         chunks: list[dict[str, Any]] = []
 
@@ -360,6 +397,10 @@ class LocalModel:
             return cancelled.is_set()  # True stops the generation
 
         with engine.lock:
+            if began is not None:
+                began.set()
+            if cancelled.is_set():  # abandoned while it queued: do not compute it at all
+                return chunks
             if engine.server is None:
                 raise ProviderError(f"local model {self.model_name!r} was released while a request waited for it.",
                                     provider=self.provider, model=self.model_name)

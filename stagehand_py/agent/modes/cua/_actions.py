@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..._errors import InvalidArgumentError
+from ...._errors import InvalidArgumentError
 
 __all__ = [
     "ClickArgs",

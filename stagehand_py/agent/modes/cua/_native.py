@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..._errors import InvalidArgumentError, StagehandError
-from ..._prompts import agent as P
-from ..._prompts.common import Fence
-from ...llm import (
+from ...._errors import InvalidArgumentError, StagehandError
+from ...._prompts import agent as P
+from ...._prompts.common import Fence
+from ....llm import (
     AssistantMessage,
     ComputerTool,
     ImagePart,
@@ -34,13 +34,14 @@ from ...llm import (
     ToolResultPart,
     UserMessage,
 )
-from ...llm._messages import PendingSafetyCheck, ToolCallPart
-from .._tools import ToolOutcome, ToolSet, done_args_model
-from .._types import SafetyCheck
+from ....llm._messages import PendingSafetyCheck, ToolCallPart
+from ..._run import Finished, PageState, Run
+from ..._step import ask_model, record_step, run_tool, safety_checks, terminal
+from ..._tools import ToolOutcome, ToolSet, done_args_model
+from ..._types import SafetyCheck
 from ._actions import CuaAction, from_anthropic, from_openai
 
 if TYPE_CHECKING:
-    from .._loop import PageState, Run
     from ._mode import CuaMode
 
 __all__ = ["NativeComputerUse", "NativeProvider", "native_provider"]
@@ -61,7 +62,7 @@ def native_provider(client: LLMClient) -> NativeProvider | None:
     models cannot take ``computer_use_preview``). Test doubles and other models use the
     internal protocol through structured output.
     """
-    from ...llm._providers._common import HTTPProviderModel
+    from ....llm._providers._common import HTTPProviderModel
 
     model = client.model
     if not isinstance(model, HTTPProviderModel):
@@ -131,14 +132,12 @@ class NativeComputerUse:
         return messages
 
     async def step(self, run: Run, toolset: ToolSet, state: PageState, notices: list[str]) -> None:
-        from .._loop import _ask_model, _record_step, _run_tool, _safety_checks
-
         session: _Session = run.mode_state if isinstance(run.mode_state, _Session) else _Session()
         run.mode_state = session
         geometry = self.mode.geometry
         assert geometry is not None, "capture() runs before the step"
         tool = ComputerTool(display_width=geometry.screen_width, display_height=geometry.screen_height)
-        system = SystemMessage(P.cua_native_system_prompt(extra=run.agent._system_prompt))
+        system = SystemMessage(P.cua_native_system_prompt(extra=run.config.system_prompt))
         new = self._new_input(run, session, state, notices)
         if self.provider == "anthropic":
             conversation = [*session.history, *new]
@@ -148,8 +147,8 @@ class NativeComputerUse:
             messages = [system, *new]
         run.last_messages = [{"role": m.role, "content": run.redact(_describe(m))} for m in messages]
 
-        client = run.agent._client
-        answer = await _ask_model(run, state, lambda: client.turn(
+        client = run.client
+        answer = await ask_model(run, state, lambda: client.turn(
             messages, tools=[tool], purpose="agent", previous_response_id=session.previous_id, secrets=run.secrets))
         if answer is None:  # a failed step; the pending results go with the next screenshot
             return
@@ -176,14 +175,14 @@ class NativeComputerUse:
                 action = self._translate(call)
             except InvalidArgumentError as exc:
                 outcome = ToolOutcome(ok=False, text=f"InvalidArgumentError: {exc}", error=exc)
-                await _record_step(run, state, reflection, "computer", call.arguments, outcome)
+                await record_step(run, state, reflection, "computer", call.arguments, outcome)
                 session.pending.append(_Pending(call.id, outcome.text, is_error=True))
                 run.failures.failure("logic")
                 continue
             acknowledged: tuple[PendingSafetyCheck, ...] = ()
             if call.safety_checks:
                 # Raises (needs_review) unless the caller approves every check.
-                await _safety_checks(run, [SafetyCheck(id=c.id, code=c.code or "", message=c.message or "")
+                await safety_checks(run, [SafetyCheck(id=c.id, code=c.code or "", message=c.message or "")
                                            for c in call.safety_checks])
                 acknowledged = call.safety_checks
             await run.emit("tool_call", {"tool": action.tool, "args": action.args, "next_goal": said[:500],
@@ -192,27 +191,25 @@ class NativeComputerUse:
                         call.arguments.get("action") or call.arguments.get("type"), action.tool)
             if action.tool == "screenshot":
                 outcome = ToolOutcome(ok=True, text="screenshot taken")
-                await _record_step(run, state, reflection, "screenshot", {}, outcome)
+                await record_step(run, state, reflection, "screenshot", {}, outcome)
             else:
                 spec = toolset.tools[action.tool]
-                outcome = await _run_tool(run, toolset, state, reflection, action.tool, spec.args_model.model_validate(action.args))
+                outcome = await run_tool(run, toolset, state, reflection, action.tool, spec.args_model.model_validate(action.args))
             session.pending.append(_Pending(call.id, outcome.text, is_error=not outcome.ok, acknowledged=acknowledged))
 
     async def _finish(self, run: Run, toolset: ToolSet, state: PageState, reflection: Any, said: str) -> None:
         """The model answered without a tool call: the task is over (done, or failed when the
         answer says so). ``done``'s checks apply; a bounced answer goes back to the model."""
-        from .._loop import _Finished, _record_step, _terminal
-
         if said.lstrip().upper().startswith("FAILED"):
             reason = said.lstrip()[len("FAILED"):].lstrip(":- ").strip() or "the model gave up"
-            await _record_step(run, state, reflection, "fail", {"reason": reason}, ToolOutcome(ok=True, text=reason))
-            raise _Finished("failed", reason, output=run.collected(), success=False)
+            await record_step(run, state, reflection, "fail", {"reason": reason}, ToolOutcome(ok=True, text=reason))
+            raise Finished("failed", reason, output=run.collected(), success=False)
         output: Any = None
         if run.output is not None:
             output = await self._structured_output(run, said, state)
         args = done_args_model(run.output_schema).model_validate({"message": said or "done", "output": output})
         before = len(run.steps)
-        await _terminal(run, reflection, "done", args, state)
+        await terminal(run, reflection, "done", args, state)
         # Still here: the answer was bounced (invalid output or a failed self-check).
         run.mode_state.feedback = [s.result for s in run.steps[before:]]
 
@@ -221,7 +218,7 @@ class NativeComputerUse:
         system, user = P.cua_final_output_messages(run.instruction, said, run.collected(), fence,
                                                    output_schema=run.output_schema)
         try:
-            generated = await run.agent._client.generate(
+            generated = await run.client.generate(
                 [SystemMessage(system), UserMessage([TextPart(text=user), ImagePart(data=state.images[0])])],
                 purpose="agent_output", output=run.output, secrets=run.secrets,
             )

@@ -5,23 +5,26 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..._actions import substitute
-from ..._prompts.agent import cua_system_prompt
-from ..._prompts.common import Fence
-from .._hygiene import page_signature
-from .._tools import (
+from ...._actions import substitute
+from ...._prompts.agent import cua_system_prompt
+from ...._prompts.common import Fence
+from ..._run import PageState, Run
+from ..._step import structured_step
+from ..._tools import (
     FailArgs,
     GotoArgs,
     SaveProgressArgs,
     Tool,
     ToolOutcome,
+    ToolSet,
     done_args_model,
 )
-from .._types import AgentMode
+from ..._types import AgentMode
+from ...hygiene import page_signature
 from ._actions import (
     ClickArgs,
     DragArgs,
@@ -34,9 +37,6 @@ from ._actions import (
     png_size,
 )
 from ._native import NativeComputerUse, NativeProvider
-
-if TYPE_CHECKING:
-    from .._loop import PageState, Run
 
 __all__ = ["CuaMode"]
 
@@ -54,9 +54,15 @@ class CuaMode:
     def __init__(self, *, screen: tuple[int, int], native: NativeProvider | None = None) -> None:
         self.target = screen
         self.geometry: ScreenGeometry | None = None
-        #: With a provider's own computer tool, the loop hands each step to this (after the
-        #: capture); ``None``: the internal protocol through structured output (test doubles).
-        self.native_step = NativeComputerUse(native, self).step if native is not None else None
+        #: With a provider's own computer tool, each step goes through it (after the capture);
+        #: ``None``: the internal protocol through structured output (test doubles).
+        self.native = NativeComputerUse(native, self) if native is not None else None
+
+    async def step(self, run: Run, toolset: ToolSet, state: PageState, notices: list[str], fence: Fence) -> None:
+        if self.native is not None:
+            await self.native.step(run, toolset, state, notices)
+        else:
+            await structured_step(run, self, toolset, state, notices, fence)
 
     def extra_step_fields(self) -> dict[str, Any]:
         return {"safety_checks": (list[_SafetyCheckItem], Field(default_factory=list))}
@@ -64,7 +70,7 @@ class CuaMode:
     def system_prompt(self, run: Run, fence: Fence, offered: Sequence[Tool]) -> str:
         g = self.geometry
         width, height = (g.screen_width, g.screen_height) if g else self.target
-        return cua_system_prompt(fence, width=width, height=height, extra=run.agent._system_prompt)
+        return cua_system_prompt(fence, width=width, height=height, extra=run.config.system_prompt)
 
     async def _shot(self, page: Any) -> bytes:
         viewport = page.viewport_size or await page.evaluate("() => ({width: innerWidth, height: innerHeight})")
@@ -91,9 +97,7 @@ class CuaMode:
         return data
 
     async def capture(self, run: Run) -> PageState:
-        from .._loop import PageState
-
-        page = run.sh.page
+        page = run.driver.page
         data = await self._shot(page)
         run.record_screenshot(data)
         try:
@@ -116,41 +120,41 @@ class CuaMode:
 
         async def click(run: Run, a: ClickArgs) -> ToolOutcome:
             x, y = mode._point(a.x, a.y)
-            await run.sh.page.mouse.click(x, y, button=a.button)
+            await run.driver.page.mouse.click(x, y, button=a.button)
             return ToolOutcome(ok=True, text=f"{a.button} click at ({a.x}, {a.y})")
 
         async def double_click(run: Run, a: PointArgs) -> ToolOutcome:
             x, y = mode._point(a.x, a.y)
-            await run.sh.page.mouse.dblclick(x, y)
+            await run.driver.page.mouse.dblclick(x, y)
             return ToolOutcome(ok=True, text=f"double click at ({a.x}, {a.y})")
 
         async def move(run: Run, a: PointArgs) -> ToolOutcome:
             x, y = mode._point(a.x, a.y)
-            await run.sh.page.mouse.move(x, y)
+            await run.driver.page.mouse.move(x, y)
             return ToolOutcome(ok=True, text=f"mouse at ({a.x}, {a.y})")
 
         async def type_(run: Run, a: TypeArgs) -> ToolOutcome:
             (text,) = substitute([a.text], run.variables) if run.variables else (a.text,)
-            await run.sh.page.keyboard.type(text)
+            await run.driver.page.keyboard.type(text)
             return ToolOutcome(ok=True, text=f"typed {a.text!r}")  # the placeholder form, never the value
 
         async def keypress(run: Run, a: KeypressArgs) -> ToolOutcome:
             from ._actions import normalise_key
 
-            await run.sh.page.keyboard.press("+".join(normalise_key(k) for k in a.keys))
+            await run.driver.page.keyboard.press("+".join(normalise_key(k) for k in a.keys))
             return ToolOutcome(ok=True, text=f"pressed {'+'.join(a.keys)}")
 
         async def scroll(run: Run, a: ScrollArgs) -> ToolOutcome:
             assert mode.geometry is not None
             x, y = mode._point(a.x, a.y)
             dx, dy = mode.geometry.scroll_to_viewport(a.scroll_x, a.scroll_y)
-            await run.sh.page.mouse.move(x, y)
-            await run.sh.page.mouse.wheel(dx, dy)
+            await run.driver.page.mouse.move(x, y)
+            await run.driver.page.mouse.wheel(dx, dy)
             await asyncio.sleep(0.1)  # wheel scrolling is applied asynchronously
             return ToolOutcome(ok=True, text=f"scrolled by ({a.scroll_x}, {a.scroll_y}) at ({a.x}, {a.y})")
 
         async def drag(run: Run, a: DragArgs) -> ToolOutcome:
-            mouse = run.sh.page.mouse
+            mouse = run.driver.page.mouse
             points = [mode._point(p.x, p.y) for p in a.path]
             await mouse.move(*points[0])
             await mouse.down()
@@ -165,8 +169,8 @@ class CuaMode:
 
         async def goto(run: Run, a: GotoArgs) -> ToolOutcome:
             run.check_url_allowed(a.url)
-            response = await run.sh.page.goto(a.url, wait_until="load")
-            return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.sh.page.url}")
+            response = await run.driver.page.goto(a.url, wait_until="load")
+            return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.driver.page.url}")
 
         async def save_progress(run: Run, a: SaveProgressArgs) -> ToolOutcome:
             await run.save_progress(a.data)

@@ -1,0 +1,142 @@
+"""The :class:`Agent`: a driver, a model client and an :class:`AgentConfig`, put together.
+
+``execute`` makes a :class:`._run.Run`, installs the allowed-domains guard, and hands the run to
+the loop (:func:`._step.run_loop`) with the config's mode (:mod:`.modes`) and the tool set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from .._errors import InvalidArgumentError
+from .._types import Variables
+from ..llm import LLMClient
+from ..tracing._spans import traced_agent_run
+from ._config import AgentConfig
+from ._domains import DomainGuard
+from ._run import EventCallback, Run
+from ._step import model_label, run_loop
+from ._tools import Tool, ToolSet, tool_from_function
+from ._types import AgentEvent, AgentMode, AgentResult, Driver
+from .modes import make_mode
+
+__all__ = ["Agent"]
+
+
+class Agent:
+    """A tool-using browser agent on one driver (a :class:`~stagehand_py.Stagehand`). Make one
+    with :meth:`Stagehand.agent`; its options are an :class:`AgentConfig`."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        config: AgentConfig | None = None,
+        *,
+        client: LLMClient,
+        fallback_client: LLMClient | None = None,
+    ) -> None:
+        self._driver = driver
+        self._config = config if config is not None else AgentConfig()
+        self._client = client
+        self._fallback_client = fallback_client
+        self._user_tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in self._config.tools]
+        names = [t.name for t in self._user_tools]
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(f"tool names must be unique, got {names}.")
+        self._mode = make_mode(self._config, client)
+
+    @property
+    def mode(self) -> AgentMode:
+        return self._config.mode
+
+    @property
+    def config(self) -> AgentConfig:
+        """The options this agent was made with."""
+        return self._config
+
+    async def execute(
+        self,
+        instruction: str,
+        *,
+        max_steps: int = 20,
+        variables: Variables | None = None,
+        output: type[BaseModel] | dict[str, Any] | None = None,
+        timeout: float | None = None,
+        callbacks: EventCallback | Sequence[EventCallback] | None = None,
+        checkpoint_path: str | Path | None = None,
+    ) -> AgentResult:
+        """Run the task and return an :class:`AgentResult` (a failed task is a result, not an error).
+
+        ``output`` (a pydantic model class or a JSON Schema) is what ``done`` must deliver;
+        ``variables`` fill ``%name%`` placeholders at execution time only; ``timeout`` is the
+        wall-clock budget in seconds; ``callbacks`` receive every :class:`AgentEvent`.
+        Raises :class:`AgentError` when the run cannot start or the model cannot be used at all
+        (authentication, a bad request, the kill switch).
+        """
+        if not isinstance(instruction, str) or not instruction.strip():
+            raise InvalidArgumentError("execute() needs a non-empty instruction.")
+        if max_steps < 1:
+            raise InvalidArgumentError(f"max_steps must be at least 1, not {max_steps}.")
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds, not {timeout}.")
+        cbs: list[EventCallback] = [] if callbacks is None else [callbacks] if callable(callbacks) else list(callbacks)
+        path = Path(checkpoint_path) if checkpoint_path is not None else self._config.checkpoint_path
+        run = Run(
+            instruction, driver=self._driver, client=self._client, fallback_client=self._fallback_client,
+            config=self._config, max_steps=max_steps, variables=variables, output=output, timeout=timeout,
+            callbacks=cbs, checkpoint_path=Path(path) if path is not None else None,
+        )
+        if self._config.allowed_domains is not None:
+            run.guard = DomainGuard(list(self._config.allowed_domains), main_page=self._driver.page, redact=run.redact)
+            await run.guard.install()
+        try:
+            return await traced_agent_run(lambda: run_loop(run, self._mode, self._tool_set(run)), instruction=instruction,
+                                          mode=self._config.mode, model=model_label(self._client), max_steps=max_steps,
+                                          variables=run.variables)
+        finally:
+            if run.guard is not None:
+                await run.guard.uninstall()
+
+    async def stream(self, instruction: str, **options: Any) -> AsyncIterator[AgentEvent]:
+        """Run the task and yield its events as they happen; the last one is ``finished``
+        (its ``result`` is the :class:`AgentResult`). Takes the options of :meth:`execute`."""
+        queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
+        extra = options.pop("callbacks", None)
+        cbs: list[EventCallback] = [] if extra is None else [extra] if callable(extra) else list(extra)
+
+        async def runner() -> None:
+            try:
+                await self.execute(instruction, callbacks=[*cbs, queue.put_nowait], **options)
+                queue.put_nowait(None)
+            except BaseException as exc:  # handed to the consumer
+                queue.put_nowait(exc)
+
+        task = asyncio.create_task(runner())
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            if not task.done():
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+
+    def _tool_set(self, run: Run) -> ToolSet:
+        tools = {t.name: t for t in self._mode.tools(run.output_schema)}
+        for t in self._user_tools:
+            if t.name in tools:
+                raise InvalidArgumentError(f"tool {t.name!r} has the name of a built-in tool; rename it.")
+            tools[t.name] = t
+        return ToolSet(tools)

@@ -1,0 +1,185 @@
+"""The choice step: a small model's agent step is a choice among the page's actions.
+
+Real Chromium on the local test pages; only the model is scripted (it answers by picking lines
+from the enum it is sent, as a grammar-bound small model does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from stagehand_py import Stagehand, TestDoubleError
+from stagehand_py._prompts.common import Fence
+from stagehand_py.agent._choice_step import (
+    CHOICE_STEP_BUDGET,
+    GOAL_MAX,
+    VALUE_MAX,
+    choice_step_schema,
+    page_text,
+    step_choices,
+    uses_choice_step,
+)
+from stagehand_py.llm import LLMClient, LLMRequest
+from stagehand_py.llm._request import estimate_input_tokens
+from stagehand_py.testing import FunctionLLM
+
+from ._script import all_text
+
+ALL_TOOLS = ["act", "fill_form", "extract", "goto", "navigate_back", "scroll", "save_progress", "done", "fail"]
+SECRET = "pw-CANARY-51e0"
+
+
+def chooser(plan: list[tuple[str, str]], seen: list[LLMRequest]) -> FunctionLLM:
+    """A model that, at each agent step, picks the one enum line containing ``plan[i][0]``."""
+    def answer(request: LLMRequest) -> dict[str, Any]:
+        seen.append(request)
+        if request.purpose == "agent_output":
+            return {"parts": ["Anchor", "Drill"]}
+        options = request.output_schema["properties"]["choice"]["enum"]  # type: ignore[index]
+        step = sum(1 for r in seen if r.purpose == "agent")
+        wanted, value = plan[step - 1]
+        matches = [o for o in options if wanted in o]
+        if len(matches) != 1:
+            raise TestDoubleError(f"step {step}: {len(matches)} choices contain {wanted!r}: {options}")
+        return {"next_goal": wanted[:40], "choice": matches[0], "value": value}
+
+    return FunctionLLM(answer, model_name="small-local")
+
+
+@pytest.fixture(params=["wrapped", "launched"])
+async def make_stagehand(request: pytest.FixtureRequest, page: Any) -> AsyncIterator[Any]:
+    made: list[Stagehand] = []
+
+    async def make(model: Any) -> Stagehand:
+        if request.param == "wrapped":
+            return Stagehand(page, model=model)
+        sh = await Stagehand.launch(model=model)
+        made.append(sh)
+        return sh
+
+    yield make
+    for sh in made:
+        await sh.close()
+
+
+# -- the schema and the actions -------------------------------------------------------------
+
+
+async def test_a_form_page_offers_type_select_and_click_actions_and_the_schema_allows_only_them(page, server) -> None:
+    await page.goto(server.url("forms.html"))
+    outline = (await Stagehand(page, model=FunctionLLM(lambda r: {})).snapshot()).tree
+    choices = step_choices(outline, Fence(), instruction="sign in", offered=ALL_TOOLS)
+    lines = choices.lines
+    assert any(line.startswith("type into: textbox: Username [") for line in lines)
+    assert "select: Country = Germany [" in "\n".join(lines)  # one action per option of a native select
+    assert not any("Reset password" in line for line in lines)  # disabled
+    assert any(line.startswith("click: button: Sign in [") for line in lines)
+    assert lines[-5:] == ["scroll down", "go back", "note", "done", "fail"]
+    schema = choice_step_schema(lines)
+    assert schema["properties"]["choice"]["enum"] == lines
+    assert schema["properties"]["value"]["maxLength"] == VALUE_MAX
+    assert schema["properties"]["next_goal"]["maxLength"] == GOAL_MAX
+    assert schema["additionalProperties"] is False
+    # The last step offers only the terminal tools: no page action can be chosen.
+    assert step_choices(outline, Fence(), instruction="sign in", offered=["done", "fail"]).lines == ["done", "fail"]
+    # A type action carries the value as the fill argument.
+    username = next(line for line in lines if line.startswith("type into: textbox: Username"))
+    tool, fixed, slot = choices.actions[username]
+    assert (tool, fixed["method"], slot) == ("act", "fill", "arguments")
+
+
+async def test_the_most_relevant_page_actions_are_kept_when_there_are_too_many(page, server) -> None:
+    links = "".join(f'<a href="#{i}">Link number {i}</a> ' for i in range(60))
+    await page.set_content(f"<main>{links}<button>Checkout basket</button></main>")
+    outline = (await Stagehand(page, model=FunctionLLM(lambda r: {})).snapshot()).tree
+    lines = step_choices(outline, Fence(), instruction="checkout the basket", offered=ALL_TOOLS,
+                         max_page_actions=10).lines
+    page_actions = [line for line in lines if line.startswith("click:")]
+    assert len(page_actions) == 10
+    assert any("Checkout basket" in line for line in page_actions)  # last on the page, first by relevance
+
+
+async def test_the_prompt_stays_under_its_budget_on_a_long_page_and_its_prefix_is_stable(page, server) -> None:
+    paragraphs = "".join(f"<p>Paragraph {i}: {'lorem ipsum dolor sit amet ' * 8}</p>" for i in range(300))
+    await page.set_content(f"<h1>Long page</h1>{paragraphs}<button>Next</button>")
+    outline = (await Stagehand(page, model=FunctionLLM(lambda r: {})).snapshot()).tree
+    # The control: the page's text alone is many times the budget.
+    assert len(page_text(outline, budget=10**9)) / 4 > 5 * CHOICE_STEP_BUDGET
+    seen: list[LLMRequest] = []
+    sh = Stagehand(page, model=LLMClient(chooser([("scroll down", ""), ("fail", "too long")], seen), choice_mode=True))
+    result = await sh.agent().execute("Find the total on this page", max_steps=2)
+    assert result.status == "failed"
+    first, second = [r for r in seen if r.purpose == "agent"]
+    for request in (first, second):
+        text_tokens = estimate_input_tokens(request.model_copy(update={"output_schema": None}))
+        assert text_tokens <= CHOICE_STEP_BUDGET
+    # Cache-friendly order: the system prompt and the task are the same at every step, and the
+    # first step's fence (a fresh nonce per request) appears only after them.
+    assert first.messages[0] == second.messages[0]
+    task_1 = all_text(first).split("Step 1 of")[0]
+    assert all_text(second).startswith(task_1.split("Done so far")[0])
+    assert "Task: Find the total on this page" in task_1
+
+
+# -- the agent completes tasks with it --------------------------------------------------------
+
+
+async def test_the_agent_signs_in_with_placeholders_by_choosing(make_stagehand, server) -> None:
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([
+        ("type into: textbox: Username", "%user%"),
+        ("type into: textbox: Password", "%password%"),
+        ("click: button: Sign in", ""),
+        ("done", "signed in"),
+    ], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("forms.html"))
+    result = await sh.agent().execute("Sign in as %user% with the password %password%", max_steps=6,
+                                      variables={"user": "alice", "password": SECRET})
+    assert result.status == "done" and result.success, result.message
+    assert [s.tool for s in result.steps] == ["act", "act", "act", "done"]
+    body = await sh.page.inner_text("body")
+    assert "username=alice" in body and f"password={SECRET}" in body  # the real values were typed
+    assert all(SECRET not in all_text(r) for r in seen)  # the model saw only placeholders
+    assert SECRET not in result.model_dump_json()
+    assert result.usage.requests == 4
+
+
+class Parts(BaseModel):
+    parts: list[str]
+
+
+async def test_the_agent_paginates_takes_notes_and_builds_the_output(make_stagehand, server, tmp_path) -> None:
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([
+        ("note", "page 1: Anchor"),
+        ("click: link: Next page", ""),
+        ("note", "page 2: Drill"),
+        ("done", "two pages read"),
+    ], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("agent/list/1.html"))
+    checkpoint = tmp_path / "run.json"
+    result = await sh.agent(checkpoint_path=checkpoint).execute(
+        "List the first part of pages 1 and 2", max_steps=6, output=Parts)
+    assert result.status == "done" and result.output == Parts(parts=["Anchor", "Drill"]), result.message
+    assert [s.tool for s in result.steps] == ["save_progress", "act", "save_progress", "done"]
+    assert result.data == {"notes": ["page 1: Anchor", "page 2: Drill"]}  # notes accumulate
+    assert len(result.evidence.checkpoints) >= 2 and checkpoint.exists()
+    # The output request saw both notes, and the page it ended on.
+    (output_request,) = [r for r in seen if r.purpose == "agent_output"]
+    assert "page 1: Anchor" in all_text(output_request) and "Page 2 of 4" in all_text(output_request)
+    # A step sees its notes and the steps before it.
+    last_step = [r for r in seen if r.purpose == "agent"][-1]
+    assert "page 1: Anchor" in all_text(last_step) and "step 2: act" in all_text(last_step)
+
+
+async def test_large_models_keep_the_ordinary_step() -> None:
+    plain = LLMClient(FunctionLLM(lambda r: {}))
+    small = LLMClient(FunctionLLM(lambda r: {}), choice_mode=True)
+    assert not uses_choice_step(plain, "dom") and uses_choice_step(small, "dom")
+    assert not uses_choice_step(small, "cua")

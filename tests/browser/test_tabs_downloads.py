@@ -1,0 +1,219 @@
+"""Downloads, uploads and tabs, on a wrapped page and on a launched browser.
+
+- a click that downloads saves the file in the downloads folder and reports path, suggested
+  name, size and SHA-256 in the ActResult;
+- an upload takes its path from a ``%file%`` variable, which no prompt, error or log shows;
+- tabs the page opens (``target=_blank``, ``window.open``) are tracked and followed; switching
+  and closing pick the tab driven next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+
+import pytest
+import pytest_asyncio
+from _server import Request, Response
+from operations._ops import element, find_id
+
+from stagehand_py import Action, InvalidArgumentError, PageClosedError, Stagehand
+from stagehand_py.testing import FunctionLLM, capture_requests
+
+REPORT = b"id,total\n1,42.00\n2,17.50\n"
+
+DOWNLOAD_PAGE = """<h1>Reports</h1>
+<a id=export href="/files/report">Export CSV</a>
+<a id=named href="/files/plain" download="named by link.txt">Plain text</a>"""
+
+TABS_PAGE = """<h1>Start</h1>
+<a id=blank href="/tabs/second" target="_blank">Open help</a>
+<button id=popup onclick="window.open('/tabs/third', 'w', 'popup')">Open popup</button>"""
+
+UPLOAD_PAGE = """<h1>Upload</h1>
+<label>Attachment <input type=file id=file></label>
+<pre id=out></pre>
+<script>
+document.getElementById('file').addEventListener('change', async e => {
+  const f = e.target.files[0];
+  document.getElementById('out').textContent = f.name + ':' + (await f.text());
+});
+</script>"""
+
+
+def _routes(server):
+    def report(request: Request) -> Response:
+        return Response(200, REPORT, "text/csv", {"Content-Disposition": 'attachment; filename="../../q3 report.csv"'})
+
+    return [
+        server.route("/downloads", lambda r: Response.html(DOWNLOAD_PAGE)),
+        server.route("/files/report", report),
+        server.route("/files/plain", lambda r: Response(200, b"plain", "application/octet-stream")),
+        server.route("/tabs/start", lambda r: Response.html(TABS_PAGE)),
+        server.route("/tabs/second", lambda r: Response.html("<h1>Help centre</h1>")),
+        server.route("/tabs/third", lambda r: Response.html("<h1>Popup window</h1>")),
+        server.route("/upload", lambda r: Response.html(UPLOAD_PAGE)),
+    ]
+
+
+@pytest.fixture
+def routes(server):
+    installed = _routes(server)
+    yield server
+    for route in installed:
+        route.remove()
+
+
+@pytest_asyncio.fixture(params=["wrapped", "launched"])
+async def make(request, context):
+    """Builds the Stagehand under test: on the test's own page, or on a browser it launches."""
+    made: list[Stagehand] = []
+
+    async def build(**options) -> Stagehand:
+        if request.param == "wrapped":
+            sh = Stagehand(await context.new_page(), **options)
+        else:
+            sh = await Stagehand.launch(args=["--disable-quic"], **options)
+        made.append(sh)
+        return sh
+
+    yield build
+    for sh in made:
+        await sh.close()
+
+
+def _click(selector: str) -> Action:
+    return Action(selector=selector, method="click")
+
+
+# --- downloads -------------------------------------------------------------------------------
+
+
+async def test_a_download_is_saved_and_reported(make, routes, tmp_path) -> None:
+    folder = tmp_path / "downloads"
+    sh = await make(downloads_dir=folder)
+    await sh.page.goto(routes.url("downloads"))
+    result = await sh.act(_click("#export"))
+    assert result.success and len(result.downloads) == 1
+    saved = result.downloads[0]
+    # The site's name (the browser already defused its "../"), inside the folder.
+    assert saved.suggested_filename.endswith("q3 report.csv") and "/" not in saved.suggested_filename
+    assert saved.path == str(folder / saved.suggested_filename)
+    assert (folder / saved.suggested_filename).read_bytes() == REPORT
+    assert saved.size == len(REPORT) and saved.sha256 == hashlib.sha256(REPORT).hexdigest()
+    assert saved.url == routes.url("files/report")
+    # The same file again gets its own name; an act with no download reports none.
+    again = await sh.act(_click("#export"))
+    assert again.downloads[0].path == str(folder / saved.suggested_filename.replace(".csv", " (1).csv"))
+    named = await sh.act(_click("#named"))
+    assert named.downloads[0].suggested_filename == "named by link.txt" and named.downloads[0].size == 5
+    quiet = await sh.act(Action(selector="h1", method="hover"))
+    assert quiet.downloads == []
+    assert [d.path for d in sh.downloads] == [saved.path, again.downloads[0].path, named.downloads[0].path]
+
+
+async def test_downloads_go_to_a_temporary_folder_by_default(make, routes) -> None:
+    sh = await make()
+    await sh.page.goto(routes.url("downloads"))
+    saved = (await sh.act(_click("#export"))).downloads[0]
+    with open(saved.path, "rb") as handle:
+        assert handle.read() == REPORT
+    assert "stagehand-downloads-" in saved.path
+
+
+# --- uploads ---------------------------------------------------------------------------------
+
+
+async def test_upload_through_a_file_variable_never_shows_the_path(make, routes, tmp_path, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="stagehand_py")
+    secret_dir = tmp_path / "private-folder-5b1e"
+    secret_dir.mkdir()
+    upload = secret_dir / "invoice-7731.txt"
+    upload.write_text("invoice body")
+
+    def model(request):
+        return {"elements": [element(find_id(request, "button: Attachment"), "set_input_files", ["%file%"])],
+                "opens_options": False}
+
+    sh = await make(model=FunctionLLM(model))
+    await sh.page.goto(routes.url("upload"))
+    variables = {"file": {"value": str(upload), "description": "the invoice to attach"}}
+    with capture_requests() as calls:
+        result = await sh.act("attach the invoice", variables=variables)
+    assert result.success, result.message
+    assert await sh.page.inner_text("#out") == "invoice-7731.txt:invoice body"
+    assert result.actions[0].arguments == ["%file%"]
+    sent = json.dumps([m.model_dump(mode="json") for c in calls for m in c.request.messages])
+    assert "%file%" in sent and "the invoice to attach" in sent
+    assert str(secret_dir) not in sent and "private-folder-5b1e" not in sent
+    assert "private-folder-5b1e" not in caplog.text and "private-folder-5b1e" not in repr(result)
+    # A path that does not exist is a typed error naming the placeholder, not the path.
+    missing = {"file": str(secret_dir / "gone.txt")}
+    with pytest.raises(InvalidArgumentError) as caught:
+        await sh.act(result.actions[0], variables=missing)
+    assert "%file%" in str(caught.value) and "private-folder-5b1e" not in str(caught.value)
+
+
+# --- tabs ------------------------------------------------------------------------------------
+
+
+async def test_new_tabs_are_tracked_and_followed(make, routes) -> None:
+    sh = await make()
+    first = sh.page
+    await first.goto(routes.url("tabs/start"))
+    await sh.act(_click("#blank"))
+    await sh.page.wait_for_load_state()
+    # target=_blank: the new tab is driven now, as it would be for a person clicking.
+    assert len(sh.pages) == 2 and sh.page is not first
+    assert "heading: Help centre" in (await sh.snapshot()).tree
+    await sh.switch_to_page(0)
+    assert sh.page is first and "heading: Start" in (await sh.snapshot()).tree
+    await sh.act(_click("#popup"))
+    await sh.page.wait_for_load_state()
+    assert len(sh.pages) == 3 and "heading: Popup window" in (await sh.snapshot()).tree
+    # Closing the driven tab hands back to the tab driven before it.
+    await sh.close_page()
+    assert sh.page is first and len(sh.pages) == 2
+    await sh.switch_to_page(sh.pages[1])
+    assert "heading: Help centre" in (await sh.snapshot()).tree
+    # A tab the page closes itself hands back too.
+    await sh.page.close()
+    assert sh.page is first and (await sh.snapshot()).tree.count("heading: Start") == 1
+    with pytest.raises(InvalidArgumentError, match="there is no tab 5"):
+        await sh.switch_to_page(5)
+    with pytest.raises(InvalidArgumentError, match="last tab"):
+        await sh.close_page()
+
+
+async def test_follow_new_tabs_off_keeps_the_driven_tab(make, routes) -> None:
+    sh = await make(follow_new_tabs=False)
+    first = sh.page
+    await first.goto(routes.url("tabs/start"))
+    await sh.act(_click("#blank"))
+    await sh.pages[-1].wait_for_load_state()
+    assert len(sh.pages) == 2 and sh.page is first  # tracked, not followed
+    opened = await sh.new_page(routes.url("tabs/third"))
+    assert sh.page is opened and "heading: Popup window" in (await sh.snapshot()).tree
+
+
+async def test_a_closed_last_tab_is_a_typed_error(make, routes) -> None:
+    sh = await make()
+    await sh.page.goto(routes.url("tabs/start"))
+    await sh.page.close()
+    with pytest.raises(PageClosedError):
+        await sh.snapshot()
+
+
+async def test_a_closed_stagehand_leaves_the_users_page_alone(routes, context, tmp_path) -> None:
+    page = await context.new_page()
+    sh = Stagehand(page, downloads_dir=tmp_path / "downloads")
+    await page.goto(routes.url("downloads"))
+    await sh.close()
+    async with page.expect_download() as info:
+        await page.click("#export")
+    await (await info.value).path()  # the user's own download finishes
+    await asyncio.sleep(0.2)
+    assert sh.downloads == [] and not (tmp_path / "downloads").exists()
+    assert not page.is_closed()

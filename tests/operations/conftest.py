@@ -1,0 +1,33 @@
+"""Both ways a Stagehand gets its page: one the user launched (``Stagehand(page=page)``) and one
+Stagehand launched itself. Tests that take ``make_stagehand`` run on both."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+
+from stagehand_py import Stagehand
+
+
+@pytest.fixture(params=["wrapped", "launched"])
+def page_path(request) -> str:
+    return request.param
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def make_stagehand(page_path, context):
+    """``await make_stagehand(**options)``: a Stagehand on a fresh page, by ``page_path``; all
+    are closed after the test."""
+    made: list[Stagehand] = []
+
+    async def make(**options) -> Stagehand:
+        if page_path == "launched":
+            stagehand = await Stagehand.launch(**options)
+        else:
+            stagehand = Stagehand(await context.new_page(), **options)
+        made.append(stagehand)
+        return stagehand
+
+    yield make
+    for stagehand in made:
+        await stagehand.close()

@@ -1,0 +1,84 @@
+"""What a model reasonably answers is taken, not re-asked into an error: actions whose value the
+instruction did not give (issue 15.2), and an ``<option>`` line picked for a native select
+(15.6, as a real 1.5B model answered). Each on a wrapped and a launched page."""
+
+from __future__ import annotations
+
+import pytest
+from _server import Response
+
+from stagehand_py import UnknownVariableError
+from stagehand_py.testing import FunctionLLM, capture_requests
+
+from ._ops import element, find_id, first_user
+
+SEARCH = """<!DOCTYPE html><html><head><title>Shop</title></head><body>
+<form><label>Search products <input id="q" type="search"></label>
+<label>Country <select id="country"><option value="">Choose</option><option value="de">Germany</option>
+<option value="jp">Japan</option></select></label>
+<label>Shortcut <input id="key"></label></form></body></html>"""
+
+
+async def _open(make_stagehand, server, model, path: str = "shop.html"):
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route(f"/{path}", lambda req: Response.html(SEARCH)):
+        await sh.page.goto(server.url(path))
+    return sh
+
+
+async def test_observe_keeps_actions_whose_value_the_instruction_did_not_give(make_stagehand, server):
+    def model(request):  # no value was given, so a good model invents none
+        return {"elements": [
+            element(find_id(request, "searchbox: Search products"), "fill", [], "search box"),
+            element(find_id(request, "combobox: Country"), "select_option", [], "country select"),
+            element(find_id(request, "textbox: Shortcut"), "press", [""], "shortcut field"),
+        ]}
+
+    sh = await _open(make_stagehand, server, model)
+    with capture_requests() as calls:
+        actions = await sh.observe("fill the search box, pick a country and press a key in the shortcut field")
+    assert len(calls) == 1  # accepted as answered, not re-asked
+    assert [(a.method, a.arguments, a.missing_arguments) for a in actions] == [
+        ("fill", ["%search_products%"], ["search_products"]),
+        ("select_option", ["%country%"], ["country"]),
+        ("press", ["%shortcut%"], ["shortcut"]),
+    ]
+    with pytest.raises(UnknownVariableError, match=r"fill on 'search box' has no text.*%search_products%.*variables=") as caught:
+        await sh.act(actions[0])
+    assert caught.value.missing == ["search_products"]
+    assert await sh.page.input_value("#q") == ""  # refused before the browser was touched
+    await sh.act(actions[0], variables={"search_products": "trail shoes"})
+    await sh.act(actions[1], variables={"country": "Japan"})
+    assert await sh.page.input_value("#q") == "trail shoes" and await sh.page.input_value("#country") == "jp"
+
+
+async def test_act_with_an_instruction_that_gives_no_value_says_what_to_pass(make_stagehand, server):
+    def model(request):  # a good model uses a variable it is given, and invents no value
+        given = ["%search_products%"] if "%search_products%" in first_user(request) else []
+        return {"elements": [element(find_id(request, "searchbox: Search products"), "fill", given)], "opens_options": False}
+
+    sh = await _open(make_stagehand, server, model, "shop-act.html")
+    with pytest.raises(UnknownVariableError, match="has no text.*Pass a value"):
+        await sh.act("fill the search box")
+    # With the placeholder's value given, the same instruction fills it.
+    result = await sh.act("fill the search box", variables={"search_products": "boots"})
+    assert result.success and await sh.page.input_value("#q") == "boots"
+
+
+@pytest.mark.parametrize("method", ["select_option", "click"])
+async def test_an_option_line_picked_for_a_native_select_selects_it_there(make_stagehand, server, method):
+    """A real small model answers the <option> line (with select_option, or a click) instead of
+    the <select>: the SDK selects that option in its select, as the user meant."""
+    def model(request):
+        assert "Choose Japan" in first_user(request)
+        option = find_id(request, "option: Japan")
+        return {"elements": [element(option, method, ["Japan"] if method == "select_option" else [], "Japan")]}
+
+    sh = await _open(make_stagehand, server, model, f"shop-{method}.html")
+    with capture_requests() as calls:
+        actions = await sh.observe("Choose Japan as the country")
+    assert len(calls) == 1
+    assert [(a.method, a.arguments) for a in actions] == [("select_option", ["Japan"])]
+    assert actions[0].selector.endswith("/select[1]")
+    await sh.act(actions[0])
+    assert await sh.page.input_value("#country") == "jp"
