@@ -12,7 +12,7 @@ import html
 import re
 import unicodedata
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ._errors import InvalidArgumentError
@@ -20,7 +20,7 @@ from ._errors import InvalidArgumentError
 if TYPE_CHECKING:  # _types reaches the LLM layer, whose tracing imports this module
     from ._types import VariableValue
 
-__all__ = ["SHORT_VALUE", "redact_text", "variable_value"]
+__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "redact_secrets", "redact_text", "variable_value"]
 
 
 #: Variable values shorter than this are redacted from page text only as whole tokens (and
@@ -33,6 +33,9 @@ _VALUE_ATTR = re.compile(r'value="(?:[^"\\]|\\.)*"')
 #: (no letter or digit in it) and no page text can touch it.
 _MARK_OPEN, _MARK_CLOSE, _MARK_BASE = "\ufdd0", "\ufdd1", 0xF0000
 _MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
+#: The name a value with no variable name (an API key, a secret message part) is redacted as:
+#: the same ``%name%`` style as every variable, so a log, a cassette and a prompt read alike.
+SECRET_PLACEHOLDER = "%secret%"
 
 
 def variable_value(name: str, spec: object) -> str:
@@ -79,6 +82,19 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
         value = variable_value(name, spec)
         if value:
             names.setdefault(value, name)
+    return _redact(text, names)
+
+
+def redact_secrets(text: str, values: Iterable[str]) -> str:
+    """``text`` with each of ``values`` (secrets without a variable name: API keys, secret
+    message parts, values the LLM layer was handed) replaced by :data:`SECRET_PLACEHOLDER`,
+    under the same rules as :func:`redact_text`."""
+    names = {str(v): SECRET_PLACEHOLDER.strip("%") for v in values if str(v)}
+    return _redact(text, names) if names and text else text
+
+
+def _redact(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each value in ``names`` (value -> variable name) and its echoes redacted."""
     order = sorted(names, key=lambda v: (-len(v), v))
     if _MARK_OPEN in text or _MARK_CLOSE in text:
         text = text.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")  # noncharacters: never meaningful text

@@ -14,6 +14,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from .._errors import ActionError, ActionFailedError, PageClosedError, StagehandTimeoutError
+from .._secrets import SECRET_PLACEHOLDER, redact_secrets
 
 __all__ = ["is_closed_error", "is_transient_error", "redact", "translate_error"]
 
@@ -49,17 +50,17 @@ def is_transient_error(exc: BaseException) -> bool:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """Replace every secret value in ``text`` with ``[redacted]`` (longest first), and every
-    quoted fragment of one: Playwright quotes the piece of a value it could not parse
-    (``Unknown key: "@w9"`` for a key chord holding a password)."""
+    """Replace every secret value in ``text`` (and its echoes) with ``%secret%``, the library's
+    one redaction (:mod:`stagehand_py._secrets`), and every quoted fragment of one: Playwright
+    quotes the piece of a value it could not parse (``Unknown key: "@w9"`` for a key chord
+    holding a password)."""
     values = sorted({s for s in secrets if s}, key=len, reverse=True)
-    for secret in values:
-        text = text.replace(secret, "[redacted]")
+    text = redact_secrets(text, values)
 
     def fragment(m: re.Match[str]) -> str:
         inner = m.group(2)
         if len(inner) >= 2 and any(inner in secret for secret in values):
-            return f"{m.group(1)}[redacted]{m.group(1)}"
+            return f"{m.group(1)}{SECRET_PLACEHOLDER}{m.group(1)}"
         return m.group(0)
 
     return _QUOTED.sub(fragment, text) if values else text

@@ -162,7 +162,7 @@ class DomainGuard:
         try:
             response = await route.fetch(max_redirects=0)
         except Exception as exc:  # the network failed: let the browser see the same failure
-            logger.debug("allowed_domains: fetching %s failed: %s", request.url, exc)
+            logger.debug("allowed_domains: fetching %s failed: %s", self._redact(request.url), self._redact(str(exc)))
             await route.abort("failed")
             return
         location = response.headers.get("location")

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from .._actions import placeholder_descriptions, secret_values
 from .._errors import ActionFailedError, InvalidArgumentError
+from .._operations._identity import identity_in
 from .._secrets import redact_text
 from .._types import Action, ActResult, Variables
 from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
@@ -210,6 +211,13 @@ class Run:
         return self.redact(self.snapshot.line_for(element_id.strip("[] ")) or "")
 
     async def execute_action(self, action: Action) -> ActResult:
+        # The element the model chose from this step's outline: a Stagehand's act checks the page
+        # still shows it at the selector (a page may swap it while the model answers) first.
+        identities = getattr(self.driver, "_identities", None)
+        if self.snapshot is not None and isinstance(identities, dict):
+            identity = identity_in(self.snapshot, action.selector, self.variables)
+            if identity is not None:
+                identities[action.selector] = identity
         result = await self.driver.act(action, variables=self.variables or None)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)

@@ -16,6 +16,7 @@ import httpx
 
 from .._errors import BrowserError, ConfigurationError
 from .._logging import logger
+from .._secrets import redact_secrets
 from ._cdp import DirectConnection
 from ._chromium import DEFAULT_CHROMIUM_ARGS, find_chromium
 from ._options import BrowserOptions
@@ -247,9 +248,7 @@ def _redacted(exc: Exception, options: BrowserOptions, *more: str) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     hidden = [*more, *((options.proxy.password,) if options.proxy and options.proxy.password else ())]
     hidden += list((options.extra_http_headers or {}).values())
-    for value in sorted((v for v in hidden if v), key=len, reverse=True):
-        text = text.replace(value, "[REDACTED]")
-    return text
+    return redact_secrets(text, hidden)  # the library's one redaction: %secret%, echoes included
 
 
 async def _start_playwright() -> Any:

@@ -1,7 +1,9 @@
 """Redaction of secret values in everything this layer writes down.
 
 Secrets reach the model (it may need a value to type it), but never a log file, an error
-message or a log record: those outlive the run and get pasted into bug reports.
+message or a log record: those outlive the run and get pasted into bug reports. The matching
+rules (transformed echoes, short values as whole tokens only) and the placeholder are those of
+:mod:`stagehand_py._secrets`, the one redaction of the library.
 """
 
 from __future__ import annotations
@@ -11,13 +13,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._secrets import SECRET_PLACEHOLDER, redact_secrets
+
 __all__ = ["REDACTED", "Redactor"]
 
-REDACTED = "[REDACTED]"
+#: What a secret becomes in logs, errors and cassettes: ``%secret%``, the library's one
+#: placeholder style (a variable's own value shows as ``%name%``).
+REDACTED = SECRET_PLACEHOLDER
 
 
 class Redactor:
-    """Replaces every occurrence of any secret value by ``[REDACTED]``.
+    """Replaces every secret value, and the echoes :mod:`stagehand_py._secrets` matches (case,
+    URL/HTML encoding, base64, Unicode forms, zero-width characters), by :data:`REDACTED`.
 
     Longer secrets are replaced first so that a secret containing another is not left half
     visible. Empty strings are ignored (they would match everywhere).
@@ -35,10 +42,7 @@ class Redactor:
         return Redactor((*self._secrets, *secrets))
 
     def text(self, value: str) -> str:
-        for secret in self._secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
+        return redact_secrets(value, self._secrets) if self._secrets else value
 
     def data(self, value: Any) -> Any:
         """Redact a JSON-like structure (and pydantic models, dumped first)."""

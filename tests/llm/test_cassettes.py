@@ -111,7 +111,7 @@ async def test_http_client_argument_and_secret_redaction_in_bodies(fake: FakePro
     c2 = LLMClient("openai/m", base_url=f"{dead_url()}/v1", output_mode="json_schema",
                    http_client=play.http_client(), retry_policy=FAST)
     result = await c2.generate("type hunter2", output=Book)  # matches on the redacted body
-    assert result.output.title == "pw is [REDACTED]"
+    assert result.output.title == "pw is %secret%"
 
 
 async def test_recorded_server_error_replays_as_the_same_error(fake: FakeProvider, tmp_path: Path) -> None:

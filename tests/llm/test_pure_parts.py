@@ -43,8 +43,8 @@ def test_output_token_limit_stops_once_reached() -> None:
 
 def test_redactor_longest_first_and_nested() -> None:
     r = Redactor(["abc", "abcdef", ""])
-    assert r.text("x abcdef y abc") == "x [REDACTED] y [REDACTED]"
-    assert r.data({"abc": ["abcdef", 1, None]}) == {"[REDACTED]": ["[REDACTED]", 1, None]}
+    assert r.text("x abcdef y abc") == "x %secret% y %secret%"
+    assert r.data({"abc": ["abcdef", 1, None]}) == {"%secret%": ["%secret%", 1, None]}
     assert Redactor().text("abc") == "abc"
 
 

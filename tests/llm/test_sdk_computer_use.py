@@ -118,7 +118,7 @@ async def test_anthropic_turn_errors_retries_and_redaction(fake: FakeProvider, t
     assert len(fake.seen) == 2 and c.metrics.retries == 1
     assert all(s.headers["anthropic-beta"] == "computer-use-2025-01-24" for s in fake.seen)
     (log,) = tmp_path.glob("*.json")
-    assert SECRET not in log.read_text() and "[REDACTED]" in log.read_text()
+    assert SECRET not in log.read_text() and "%secret%" in log.read_text()
 
     fake.reply({"type": "error", "error": {"type": "invalid_request_error",
                                           "message": f"bad display size near {SECRET}"}}, status=400)

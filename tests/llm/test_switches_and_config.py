@@ -139,7 +139,7 @@ async def test_secrets_are_redacted_from_error_messages() -> None:
     # the model does see it (it was its own answer), the error does not show it
     assert secret not in str(info.value)
     assert secret not in json.dumps(info.value.last_output)
-    assert "[REDACTED]" in json.dumps(info.value.last_output)
+    assert "%secret%" in json.dumps(info.value.last_output)
 
     class Leaky:
         model_name = "leaky"
@@ -174,10 +174,10 @@ async def test_inference_log_is_off_by_default_and_redacts_when_on(tmp_path: Pat
         assert hidden not in text
     first = json.loads(files[0].read_text())
     parts = first["request"]["messages"][0]["content"]
-    assert parts[0]["text"] == "type [REDACTED] and [REDACTED]"
-    assert parts[1]["text"] == "[REDACTED]"
+    assert parts[0]["text"] == "type %secret% and %secret%"
+    assert parts[1]["text"] == "%secret%"
     assert parts[2] == {"type": "image", "media_type": "image/png", "bytes": 100}
-    assert first["response"]["text"] == '{"title": "pw=[REDACTED]", "year": "bad"}'
+    assert first["response"]["text"] == '{"title": "pw=%secret%", "year": "bad"}'
     assert first["request"]["output_schema"]["title"] == "Book"
     assert first["response"]["usage"]["requests"] == 1
     second = json.loads(files[1].read_text())

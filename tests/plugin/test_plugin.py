@@ -97,10 +97,10 @@ def test_async_fixture_self_launched_options_isolation_evidence_and_blocking(pyt
     calls_text = (folder / "model_calls.json").read_text()
     calls = json.loads(calls_text)
     assert len(calls) == 1 and calls[0]["request"]["purpose"] == "act"
-    assert "s3cr3t-PW" not in calls_text and "[REDACTED]" in calls_text
+    assert "s3cr3t-PW" not in calls_text and "%secret%" in calls_text
     result.stdout.fnmatch_lines(["*stagehand artifacts*", "*model calls: 1*", "*stagehand snapshot outline*", "*Evidence page*"])
     last_call = section(result.stdout.str(), "stagehand last model call")
-    assert "[REDACTED]" in last_call and "s3cr3t-PW" not in last_call
+    assert "%secret%" in last_call and "s3cr3t-PW" not in last_call
     # passing tests leave no artifacts
     assert not (pytester.path / "stagehand-artifacts" / "test_flows.py__test_page_and_marker").exists()
 

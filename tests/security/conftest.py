@@ -15,9 +15,12 @@ a Stagehand sharing the launched session's direct CDP connection.
 
 from __future__ import annotations
 
+import urllib.parse
+
 import pytest
 import pytest_asyncio
 from _browser import CHROMIUM_EXECUTABLE
+from _server import Request, Response
 
 from stagehand_py import Stagehand
 from stagehand_py.browser._session import BrowserSession
@@ -65,3 +68,21 @@ async def new_stagehand(page_kind, context, launched_stagehand):
 @pytest_asyncio.fixture(loop_scope="session")
 async def page(new_stagehand):
     return (await new_stagehand()).page
+
+
+SEARCH_FORM = """<!doctype html><title>Search</title><form action="/results" method="get">
+<label>Query <input name=q></label><button>Search</button></form>"""
+
+
+@pytest.fixture
+def search_site(server):
+    """A GET search form: what is typed goes into the results URL (URL-encoded), and the results
+    page echoes it in its title, upper-cased in its text, and in an image URL."""
+
+    def results(req: Request) -> Response:
+        q = req.query.get("q", "")
+        return Response.html(f"<title>Results for {q}</title><h1>Results</h1><p>You searched {q.upper()}</p>"
+                             f"<img src='/missing.png?q={urllib.parse.quote(q)}'>")
+
+    with server.route("/search", lambda req: Response.html(SEARCH_FORM)), server.route("/results", results):
+        yield server.url("search")

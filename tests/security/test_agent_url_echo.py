@@ -10,7 +10,6 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from _server import Request, Response
 
 from stagehand_py import Stagehand
 
@@ -18,20 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 from _script import AgentScript, call  # noqa: E402  (tests/agent/_script.py: the scripted model)
 
 SECRET = "ada lovelace@1815"
-FORM = """<!doctype html><title>Search</title><form action="/results" method="get">
-<label>Query <input name=q></label><button>Search</button></form>"""
-
-
-@pytest.fixture
-def search_site(server):
-    def results(req: Request) -> Response:
-        q = req.query.get("q", "")
-        return Response.html(f"<title>Results for {q}</title><h1>Results</h1><p>No match.</p>")
-
-    with server.route("/search", lambda req: Response.html(FORM)), server.route("/results", results):
-        yield server.url("search")
-
-
 @pytest.mark.parametrize("with_variables", [True, False], ids=["redacted", "control-plain-text"])
 async def test_a_secret_in_the_url_stays_out_of_prompts_checkpoint_and_result(page, search_site, tmp_path, with_variables: bool) -> None:
     await page.goto(search_site)
