@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
 
 def test_testing_snippet_in_docs_runs() -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
-    snippet = next(b for b in blocks if "asyncio.run(main())" in b)
+    snippet = next(b for b in blocks if "asyncio.run(main())" in b and "blocked:" in b)
     proc = subprocess.run(
         [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=60,
         cwd=DOC.parents[1], env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(DOC.parents[1])},
