@@ -133,9 +133,12 @@ async def test_stdio_snapshot_act_extract_tabs_and_errors(tmp_path: Path, fake_m
             failed, outline = await calls.call("snapshot")
             await calls.call("act_on_element", element_id=line_id(outline, "link: Open the form"))
             deadline = time.monotonic() + 10
-            while len(tabs := json.loads((await calls.call("list_tabs"))[1])) < 2 and time.monotonic() < deadline:
-                pass
-            assert [t["active"] for t in tabs] == [True, False] and tabs[1]["url"].endswith("/forms.html")
+            # A tab the driven page opens becomes the driven one (Stagehand's follow_new_tabs rule).
+            while True:
+                tabs = json.loads((await calls.call("list_tabs"))[1])
+                if [t["active"] for t in tabs] == [False, True] or time.monotonic() > deadline:
+                    break
+            assert [t["active"] for t in tabs] == [False, True] and tabs[1]["url"].endswith("/forms.html")
             failed, text = await calls.call("switch_tab", index=1)
             assert not failed and "Forms" in text
             failed, outline = await calls.call("snapshot")
