@@ -608,7 +608,9 @@ class Stagehand:
         from .agent._judge import evaluate_page
 
         client = self._make_client(model) if model is not None else self._get_client()
-        return await self._run("evaluate", timeout, lambda: evaluate_page(self, client, question, screenshot=screenshot),
+        known = self._known_variables
+        return await self._run("evaluate", timeout,
+                               lambda: evaluate_page(self, client, question, screenshot=screenshot, variables=known),
                                instruction=question)
 
 

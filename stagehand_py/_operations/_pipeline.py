@@ -226,7 +226,8 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, 
         shots = list(images)
         if with_image:
             system, user, shots = await with_annotated_screenshot(
-                ctx.page, page.snapshot, system, user, fence, redact=lambda line: redact(ctx.known_variables, line))
+                ctx.page, page.snapshot, system, user, fence, redact=lambda line: redact(ctx.known_variables, line),
+                variables=ctx.known_variables)
         question, answer_output, answer_check = user, output, check
         if elements and client.choice_mode and isinstance(output, type):
             choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,

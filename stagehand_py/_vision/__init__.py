@@ -5,6 +5,8 @@
 - :func:`annotated_screenshot`: the viewport with numbered boxes around the snapshot's
   actionable elements; box numbers map to outline element ids.
 - :func:`page_screenshot`: the viewport or one element, for extraction.
+- :func:`masked_screenshot`: a screenshot with every field holding a variable's value (a
+  secret) masked; every screenshot bound for a model goes through it.
 
 Images are capped in size (downscaled, PNG or JPEG by size) and deterministic for one page state.
 """
@@ -12,18 +14,22 @@ Images are capped in size (downscaled, PNG or JPEG by size) and deterministic fo
 from ._annotate import Screenshot, actionable_ids, annotated_screenshot, page_screenshot
 from ._confidence import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from ._image import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE, Box, estimate_image_tokens
+from ._mask import MASK_COLOR, masked_screenshot, secret_fields
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_MAX_SIDE",
     "LOW_CONFIDENCE",
+    "MASK_COLOR",
     "Box",
     "DomConfidence",
     "Screenshot",
     "actionable_ids",
     "annotated_screenshot",
     "estimate_image_tokens",
+    "masked_screenshot",
     "measure_dom_confidence",
     "page_screenshot",
+    "secret_fields",
 ]

@@ -40,8 +40,10 @@ from ._image import (
     fit_image,
     fit_scale,
 )
+from ._mask import masked_screenshot
 
 if TYPE_CHECKING:
+    from .._types import VariableValue
     from ..llm import ImagePart
 
 __all__ = ["Screenshot", "actionable_ids", "annotated_screenshot", "page_screenshot"]
@@ -199,6 +201,7 @@ async def annotated_screenshot(
     snapshot: Snapshot,
     *,
     ids: Sequence[str] | None = None,
+    variables: Mapping[str, VariableValue] | None = None,
     max_side: int = DEFAULT_MAX_SIDE,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -206,11 +209,12 @@ async def annotated_screenshot(
     """The viewport with numbered boxes around the snapshot's on-screen actionable elements.
 
     ``ids`` picks the elements to box instead (in the order given); the snapshot must be of
-    the page as it is now (its xpaths locate the elements).
+    the page as it is now (its xpaths locate the elements). Fields holding a value of
+    ``variables`` are masked (:func:`~._mask.masked_screenshot`).
     """
     wanted = actionable_ids(snapshot.tree) if ids is None else list(ids)
     rects, width, height = await _element_rects(page, snapshot, wanted)
-    png = await page.screenshot(type="png", scale="css")
+    png = await masked_screenshot(page, variables, type="png", scale="css")
     boxes = _visible_boxes(wanted, rects, width, height)
     return _fit(png, boxes, max_side=max_side, max_pixels=max_pixels, max_bytes=max_bytes)
 
@@ -219,17 +223,19 @@ async def page_screenshot(
     page: Any,
     *,
     selector: str | None = None,
+    variables: Mapping[str, VariableValue] | None = None,
     max_side: int = DEFAULT_MAX_SIDE,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Screenshot:
-    """The viewport, or the element ``selector`` names (XPath or CSS, as for snapshots), capped."""
+    """The viewport, or the element ``selector`` names (XPath or CSS, as for snapshots), capped;
+    fields holding a value of ``variables`` masked."""
     if selector is None:
-        png = await page.screenshot(type="png", scale="css")
+        png = await masked_screenshot(page, variables, type="png", scale="css")
     else:
         handle = await resolve_element(page, selector, timeout=2.0)
         try:
-            png = await handle.screenshot(type="png", scale="css")
+            png = await masked_screenshot(page, variables, element=handle, type="png", scale="css")
         finally:
             await handle.dispose()
     return _fit(png, (), max_side=max_side, max_pixels=max_pixels, max_bytes=max_bytes)

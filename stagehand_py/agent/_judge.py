@@ -3,13 +3,16 @@ the outline. Backs :meth:`Stagehand.evaluate` and the agent's optional self-chec
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from .._errors import InvalidArgumentError, StagehandError
 from .._prompts.agent import judge_messages
 from .._prompts.common import Fence
+from .._secrets import redact_text
+from .._vision import masked_screenshot
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ._types import Driver, EvaluateResult
 
@@ -28,7 +31,10 @@ async def evaluate_page(
     *,
     screenshot: bool = True,
     max_outline_tokens: int = 6000,
+    variables: Mapping[str, Any] | None = None,
 ) -> EvaluateResult:
+    """The judge's verdict. A value of ``variables`` is redacted from the outline and the fields
+    holding one are masked in the screenshot."""
     if not isinstance(question, str) or not question.strip():
         raise InvalidArgumentError("evaluate() needs a non-empty question.")
     outline: str | None
@@ -36,11 +42,12 @@ async def evaluate_page(
         snapshot = await driver.snapshot()
         chunks = snapshot.chunks(max_outline_tokens)
         outline = chunks[0].text if chunks else snapshot.tree
+        outline = redact_text(outline, variables) if variables else outline
     except StagehandError:
         if not screenshot:
             raise
         outline = None
-    image = await driver.page.screenshot(type="png") if screenshot else None
+    image = await masked_screenshot(driver.page, variables, type="png") if screenshot else None
     fence = Fence()
     system, user = judge_messages(question, driver.page.url, outline, fence, has_screenshot=image is not None)
     parts: list[TextPart | ImagePart] = [TextPart(text=user)]

@@ -445,7 +445,8 @@ async def terminal(run: Run, answer: Any, tool: str, args: Any, state: PageState
             raise await consolidate(run, "the last done was not valid and no steps remain")
         return
     if run.config.self_check and remaining > 0:
-        verdict = await evaluate_page(run.driver, run.client, P.self_check_question(run.instruction), screenshot=True)
+        verdict = await evaluate_page(run.driver, run.client, P.self_check_question(run.instruction), screenshot=True,
+                                      variables=run.variables)
         run.usage = run.usage + verdict.usage
         if verdict.verdict == "no":
             text = P.self_check_rejected(verdict.reasoning, remaining)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 from .._errors import InvalidArgumentError
 from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 from .._types import Action, ActionMethod, ActResult
+from .._vision import masked_screenshot
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -286,7 +287,7 @@ async def _wait(run: Run, args: WaitArgs) -> ToolOutcome:
 
 
 async def _screenshot(run: Run, args: NoArgs) -> ToolOutcome:
-    data = await run.driver.page.screenshot(type="png")
+    data = await masked_screenshot(run.driver.page, run.variables, type="png")
     record = run.record_screenshot(data)
     return ToolOutcome(ok=True, text=f"screenshot taken (sha256 {record.sha256[:16]}); you see it below", image=data)
 

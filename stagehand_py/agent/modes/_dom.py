@@ -8,6 +8,7 @@ from typing import Any
 from ..._errors import StagehandError
 from ..._prompts import agent as P
 from ..._prompts.common import Fence
+from ..._vision import masked_screenshot
 from .._run import PageState, Run
 from .._step import structured_step
 from .._tools import Tool, ToolSet, builtin_tools
@@ -60,7 +61,7 @@ class DomMode:
         run.outline_chunks = chunks
         images = []
         if self.use_vision:
-            images.append(await page.screenshot(type="png"))
+            images.append(await masked_screenshot(page, run.variables, type="png"))
         return PageState(
             url=url, title=title, signature=page_signature(url, tree), outline=chunks[0],
             outline_part=(1, len(chunks)), images=images, tabs=len(page.context.pages),

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...._actions import substitute
 from ...._prompts.agent import cua_system_prompt
 from ...._prompts.common import Fence
+from ...._vision import masked_screenshot
 from ..._run import PageState, Run
 from ..._step import structured_step
 from ..._tools import (
@@ -72,12 +73,12 @@ class CuaMode:
         width, height = (g.screen_width, g.screen_height) if g else self.target
         return cua_system_prompt(fence, width=width, height=height, extra=run.config.system_prompt)
 
-    async def _shot(self, page: Any) -> bytes:
+    async def _shot(self, page: Any, variables: dict[str, Any]) -> bytes:
         viewport = page.viewport_size or await page.evaluate("() => ({width: innerWidth, height: innerHeight})")
         vw, vh = int(viewport["width"]), int(viewport["height"])
         scale = ScreenGeometry.fit((vw, vh), self.target)
-        if scale >= 1.0:
-            data: bytes = await page.screenshot(type="png", scale="css")
+        if scale >= 1.0 or variables:  # a secret field is masked by Playwright, then the image shrunk
+            data: bytes = await masked_screenshot(page, variables, type="png", scale="css", downscale=scale)
         else:
             # Page.captureScreenshot scales the clip itself: no image library needed.
             import base64
@@ -98,7 +99,7 @@ class CuaMode:
 
     async def capture(self, run: Run) -> PageState:
         page = run.driver.page
-        data = await self._shot(page)
+        data = await self._shot(page, run.variables)
         run.record_screenshot(data)
         try:
             title = await page.title()

@@ -1,0 +1,93 @@
+"""Screenshots that never show a secret: every editable field holding a variable's value is
+masked (a solid box drawn by Playwright over it) before the pixels leave the browser.
+
+A secret filled into a field through ``variables=`` may only go into that field. Text bound for a
+model is redacted (:func:`~stagehand_py._secrets.redact_text`); a screenshot of a plain text
+input (not ``type=password``) would still show the value, so every screenshot sent to a model
+goes through :func:`masked_screenshot`. A field is masked when its current value, run through
+``redact_text``, changes: the value itself and its echoes (case, encodings) count alike.
+
+Covered: ``input``, ``textarea`` and ``contenteditable`` elements in every frame of the page,
+open shadow roots included (Playwright's CSS engine pierces them). Not covered: a page copying
+the value into ordinary text, and fields inside closed shadow roots (see docs/security.md).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image
+
+from .._secrets import redact_text, variable_value
+
+if TYPE_CHECKING:  # _types reaches the LLM layer; keep this module's imports light
+    from .._types import VariableValue
+
+__all__ = ["MASK_COLOR", "masked_screenshot", "secret_fields"]
+
+logger = logging.getLogger("stagehand_py._vision")
+
+#: The colour of the box over a masked field: one solid colour, recognisably not page content.
+MASK_COLOR = "#FF00FF"
+#: Every element a value can be typed into.
+_FIELDS = "input, textarea, [contenteditable]:not([contenteditable='false'])"
+_VALUES_JS = """(els) => els.map((e) => {
+  const name = (e.localName || '').toLowerCase();
+  if (name === 'input' || name === 'textarea') return String(e.value ?? '');
+  return String(e.textContent ?? '');
+})"""
+
+
+async def secret_fields(page: Any, variables: Mapping[str, VariableValue] | None) -> list[Any]:
+    """Locators of the editable fields (every frame) whose value contains a variable's value.
+
+    No variables (or only empty values): ``[]`` at once, without a round trip to the page.
+    """
+    if not variables or not any(variable_value(name, spec) for name, spec in variables.items()):
+        return []
+    found: list[Any] = []
+    for frame in page.frames:
+        fields = frame.locator(_FIELDS)
+        try:
+            values = await fields.evaluate_all(_VALUES_JS)
+        except Exception as exc:  # a frame detached or navigating: nothing of it to mask
+            logger.debug("no field values from frame %s: %s", getattr(frame, "url", "?"), type(exc).__name__)
+            continue
+        for index, value in enumerate(values):
+            if isinstance(value, str) and value and redact_text(value, variables) != value:
+                found.append(fields.nth(index))
+    return found
+
+
+async def masked_screenshot(
+    page: Any,
+    variables: Mapping[str, VariableValue] | None,
+    *,
+    element: Any = None,
+    downscale: float = 1.0,
+    **options: Any,
+) -> bytes:
+    """``page.screenshot(**options)`` (or ``element.screenshot``, an element handle of ``page``)
+    with every field holding a secret of ``variables`` masked (see :func:`secret_fields`).
+
+    ``downscale`` below 1 shrinks the image by that factor (for a model that sees a smaller
+    screen than the viewport). No variables: a plain screenshot, no extra round trip.
+    """
+    mask = await secret_fields(page, variables)
+    if mask:
+        options = {**options, "mask": mask, "mask_color": MASK_COLOR}
+    data: bytes = await (element if element is not None else page).screenshot(**options)
+    if downscale < 1.0:
+        data = _shrink(data, downscale)
+    return data
+
+
+def _shrink(png: bytes, factor: float) -> bytes:
+    image = Image.open(io.BytesIO(png))
+    size = (max(1, round(image.width * factor)), max(1, round(image.height * factor)))
+    out = io.BytesIO()
+    image.resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
+    return out.getvalue()
