@@ -160,14 +160,15 @@ async def test_two_workers_never_start_two_rows_on_one_host_closer_than_the_limi
     rows = [Sample(id=f"p{i}", url=server.url(f"products/{i % 6 + 1}.html?polite={i}")) for i in range(5)]
     with product_hits(server) as hits:
         result = await run_batch_on_ray(rows, spec=SPEC, runner=RunnerFactory("_scripted_runner:make_goto_runner"),
-                                        run_dir=tmp_path / "run", rate_limit=1.5, options=RayOptions(workers=2, contexts_per_worker=2))
+                                        run_dir=tmp_path / "run", rate_limit=3.0, options=RayOptions(workers=2, contexts_per_worker=2))
     assert result.counts["done"] == 5 and len(hits) == 5
     gaps = [round(b - a, 3) for a, b in zip(hits, hits[1:])]
-    # The keeper lets rows go 1.5 s apart; the way from there to the request (reply to the worker,
-    # Playwright to Chromium) varies, by up to ~0.3 s seen on a machine at load 40: hence the margin.
+    # The keeper lets rows go 3 s apart; the way from there to the request (reply to the worker,
+    # Playwright to Chromium) varies: up to ~0.9 s was seen with the suite on two xdist workers
+    # (one request late, the next on time), hence the margin.
     # Control: the test above, the same two workers with no limit, sees gaps under 0.25 s; with the
     # keeper switched off this test saw 0.28 s.
-    assert min(gaps) >= 1.0, gaps
+    assert min(gaps) >= 1.8, gaps
 
 
 def test_bad_options_are_typed_errors() -> None:
