@@ -86,3 +86,16 @@ def search_site(server):
 
     with server.route("/search", lambda req: Response.html(SEARCH_FORM)), server.route("/results", results):
         yield server.url("search")
+
+
+@pytest.fixture
+def hostile(cross_server):
+    """Requests the hostile host received (paths)."""
+    hits: list[str] = []
+
+    def record(req: Request) -> Response:
+        hits.append(req.path)
+        return Response.html("<title>stolen</title><p>you reached the hostile host</p>")
+
+    with cross_server.route("/steal", record):
+        yield hits

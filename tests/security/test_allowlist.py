@@ -16,19 +16,6 @@ from stagehand_py.agent._domains import DomainGuard
 
 
 @pytest.fixture
-def hostile(cross_server):
-    """Requests the hostile host received (paths)."""
-    hits: list[str] = []
-
-    def record(req: Request) -> Response:
-        hits.append(req.path)
-        return Response.html("<title>stolen</title><p>you reached the hostile host</p>")
-
-    with cross_server.route("/steal", record):
-        yield hits
-
-
-@pytest.fixture
 def redirecting(server):
     def redirect(req: Request) -> Response:
         return Response(302, "", headers={"Location": req.query["to"]})

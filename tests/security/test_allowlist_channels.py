@@ -13,23 +13,11 @@ import contextlib
 
 import pytest
 import websockets
-from _server import Request, Response
+from _server import Response
 
 from stagehand_py.agent._domains import DomainGuard
 
 JS = "application/javascript; charset=utf-8"
-
-
-@pytest.fixture
-def hostile(cross_server):
-    hits: list[str] = []
-
-    def record(req: Request) -> Response:
-        hits.append(req.path)
-        return Response.html("<title>stolen</title>")
-
-    with cross_server.route("/steal", record):
-        yield hits
 
 
 @pytest.fixture
