@@ -26,6 +26,7 @@ __all__ = [
     "choice_step_state",
     "choice_step_system_prompt",
     "choice_step_task",
+    "choice_step_untyped",
     "consolidation_messages",
     "cua_final_output_messages",
     "cua_native_status",
@@ -377,24 +378,26 @@ def pagination_bonus_note(bonus: int, max_steps: int) -> str:
 # --- the choice step (small models) ------------------------------------------------------------
 
 
-def choice_step_system_prompt(fence: Fence) -> str:
-    """The choice step's system prompt: short and the same for every step and run, so a local
-    model's prompt cache keeps it (and the task after it) across steps."""
+def choice_step_system_prompt(fence: Fence, *, placeholders: bool = False) -> str:
+    """The choice step's system prompt: short and the same for every step of a run, so a local
+    model's prompt cache keeps it (and the task after it) across steps. ``placeholders``: the run
+    has variables (otherwise a small model types the word "%placeholder%" it was told about)."""
+    value = ("the text to type (a %placeholder% where the task gives one)" if placeholders
+             else "the text to type, taken from the task")
     return (
         "You control a web browser to do a task for the user, one action per step. Each step shows "
-        "the task, what you did so far, and the current page: its text and a numbered list of the "
-        "actions possible now.\n"
+        "the task, what you did so far, and the current page: its text and a list of the "
+        "actions possible now (an action already done on this page is not listed again).\n"
         "Answer with JSON: \"next_goal\" (a few words: what this action is for), \"choice\" (one action "
         "copied exactly from the list) and \"value\":\n"
-        "- 'type into ...': value is the text to type (a %placeholder% where the task gives one);\n"
-        "- 'select in ...': value is the option to choose;\n"
+        f"- 'type into ...': value is {value};\n"
         "- 'note': value is what to remember (data you found, progress so far);\n"
         "- 'done': value is the answer or a short summary of what was done;\n"
         "- 'fail': value says why the task cannot be done;\n"
         "- any other action: value is \"\".\n"
-        "Rules: check the page before you choose 'done'; do not repeat an action that already worked; "
-        "on a page of a list, note its items before going to the next page; fill a form's fields "
-        "before pressing its button.\n\n"
+        "Rules: do the task's parts in order; fill a form's fields before pressing its button; when "
+        "the task asks you to list, collect or report something, choose 'note' on each page that shows "
+        "it, before you leave the page; choose 'done' as soon as the last part of the task is done.\n\n"
         + fence_rules(fence)
     )
 
@@ -421,13 +424,26 @@ def choice_step_state(*, step: int, max_steps: int, history: str, notes: Sequenc
     return "\n\n".join(sections)
 
 
+def choice_step_untyped(placeholders: Sequence[str]) -> str:
+    """Said at every choice step while the task's placeholders are not typed yet."""
+    return (f"Not typed yet: {', '.join(placeholders)}. The task needs "
+            f"{'it' if len(placeholders) == 1 else 'them'}: type each into its field before pressing the form's button.")
+
+
 def choice_step_output_messages(instruction: str, *, notes: Sequence[str], result: str, page_text: str,
-                                fence: Fence) -> tuple[str, str]:
+                                fence: Fence, earlier_pages: Sequence[tuple[str, str]] = ()) -> tuple[str, str]:
     """The request for ``done``'s structured output, after a small model chose 'done'."""
     system = ("You turn what a browser agent found into the requested JSON. Use only the notes and the "
-              "page text below; leave out what they do not show.\n\n" + fence_rules(fence))
-    parts = [f"Task: {instruction}", f"The agent's answer: {result}" if result else ""]
-    if notes:
-        parts.append("Notes taken on earlier pages:\n" + fence.wrap("\n".join(f"- {n}" for n in notes), "notes"))
+              "pages' text below; leave out what they do not show.\n\n" + fence_rules(fence))
+    # The task comes last: a small model answers what it read last (measured: the first part of
+    # each of three pages came out right twice as often with the task after the pages).
+    parts = []
+    for number, (url, text) in enumerate(earlier_pages, 1):
+        parts.append(f"Page {number} seen earlier ({url}):\n" + fence.wrap(text, "page text"))
     parts.append("The last page's text:\n" + fence.wrap(page_text, "page text"))
+    if notes:
+        parts.append("Notes the agent took:\n" + fence.wrap("\n".join(f"- {n}" for n in notes), "notes"))
+    if result:
+        parts.append(f"The agent's answer: {result}")
+    parts.append(f"Task: {instruction}\nAnswer with the JSON for this task, from the text above.")
     return system, "\n\n".join(p for p in parts if p)

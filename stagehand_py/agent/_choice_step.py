@@ -24,8 +24,9 @@ models and ``llama_cpp_server_profile()``); large models keep the ordinary step.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Collection, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._operations._relevance import terms
@@ -35,16 +36,22 @@ from .._prompts.common import Fence
 from ..llm import GenerateResult, LLMClient, SystemMessage, UserMessage
 from ..llm._usage import estimate_tokens
 from ..snapshot import parse_outline
+from ._tools import SCROLL_DID_NOT_MOVE
 
 if TYPE_CHECKING:
     from ._run import PageState, Run
 
 __all__ = [
     "CHOICE_STEP_BUDGET",
+    "ChoiceMemory",
     "StepChoices",
+    "action_key",
     "ask_choice_step",
     "choice_step_schema",
+    "schema_choices",
+    "spent_actions",
     "step_choices",
+    "untyped_placeholders",
     "uses_choice_step",
 ]
 
@@ -73,6 +80,33 @@ GENERAL = {
 }
 
 
+#: A page's remembered text (for ``done``'s output): at most this many tokens a page, and the
+#: pages seen last within :data:`CHOICE_STEP_BUDGET` in all.
+PAGE_MEMORY_TOKENS = 400
+#: Roles whose click sets a state (ticked, chosen, open): clicking again undoes it, so once done
+#: on a page it is not offered again there. Buttons and links may be pressed again (load more),
+#: just not twice in a row.
+_STATE_ROLES = {"checkbox", "radio", "switch", "combobox", "option", "tab", "menuitemcheckbox",
+                "menuitemradio", "treeitem"}
+_PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
+
+
+@dataclass
+class ChoiceMemory:
+    """What the choice step keeps for a run (in ``run.mode_state``): the label of the action each
+    step chose (the history reads as the model chose) and the text of each page seen (a small
+    model forgets to take notes; ``done``'s output is read from these as well)."""
+
+    labels: dict[int, str] = field(default_factory=dict)
+    pages: dict[str, str] = field(default_factory=dict)
+
+
+def memory_of(run: Run) -> ChoiceMemory:
+    if not isinstance(run.mode_state, ChoiceMemory):
+        run.mode_state = ChoiceMemory()
+    return run.mode_state
+
+
 def uses_choice_step(client: LLMClient, mode_name: str) -> bool:
     """Whether this agent's steps are choice steps: a choice-mode client in the DOM mode."""
     return mode_name == "dom" and client.choice_mode
@@ -89,11 +123,53 @@ class StepChoices:
         return list(self.actions)
 
 
+def action_key(tool: str, args: dict[str, Any]) -> Hashable:
+    """What makes two actions the same action: the element and method, not the text typed or
+    the option chosen: a field typed into once is done (a small model flips a select's options)."""
+    if tool == "act":
+        return ("act", args.get("element_id"), args.get("method"))
+    if tool == "scroll":
+        return ("scroll", args.get("direction", "down"))
+    return (tool,)
+
+
+def spent_actions(run: Run, state: PageState) -> set[Hashable]:
+    """Actions not to offer again on this page: a small model repeats what it just did (types the
+    same name five times, opens and closes a dropdown). Counted since the page's URL changed:
+    every state-setting action (typing, selecting, ticking, opening), a note (one a page), a
+    scroll that did not move, an action that failed twice; and whatever the last step did, even
+    if it failed."""
+    url = run.redact(state.url)
+    roles = {e.id: e.role for e in parse_outline(state.outline or "")}
+    spent: set[Hashable] = set()
+    failed: set[Hashable] = set()
+    for position, step in enumerate(reversed(run.steps)):
+        if step.url != url:
+            break
+        key = action_key(step.tool, step.args)
+        if not step.ok:
+            if position == 0 or key in failed:
+                spent.add(key)
+            failed.add(key)
+            continue
+        method = step.args.get("method")
+        if position == 0 and not (step.tool == "scroll" and not step.result.startswith(SCROLL_DID_NOT_MOVE)):
+            spent.add(key)
+        elif step.tool == "act" and (method in ("fill", "select_option", "check", "uncheck", "type")
+                                     or roles.get(str(step.args.get("element_id"))) in _STATE_ROLES):
+            spent.add(key)
+        elif step.tool == "save_progress" or (step.tool == "scroll" and step.result.startswith(SCROLL_DID_NOT_MOVE)):
+            spent.add(key)
+    return spent
+
+
 def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Sequence[str],
-                 max_page_actions: int = MAX_PAGE_ACTIONS) -> StepChoices:
+                 max_page_actions: int = MAX_PAGE_ACTIONS, spent: Collection[Hashable] = ()) -> StepChoices:
     """The actions a step offers: the outline's actionable lines as click / type / select
     actions (the most relevant to ``instruction`` first, at most ``max_page_actions``), then the
-    general actions whose tools are ``offered`` (on the last step only done and fail).
+    general actions whose tools are ``offered`` (on the last step only done and fail), less the
+    ``spent`` ones (:func:`spent_actions`). When every page action whose name the instruction
+    mentions is spent, the unmentioned ones that set a state (type, select, tick, open) go too.
 
     A native ``<select>`` (a combobox whose options the outline lists) becomes one action per
     option, ``"select: Country = Germany [0-30]"``: the model picks the option instead of writing it.
@@ -101,7 +177,7 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
     actions: dict[str, tuple[str, dict[str, Any], str | None]] = {}
     if "act" in offered:
         wanted = terms(instruction)
-        page: list[tuple[int, int, str, tuple[str, dict[str, Any], str | None]]] = []
+        candidates: list[tuple[int, bool, bool, int, str, tuple[str, dict[str, Any], str | None]]] = []
         elements = parse_outline(outline)
         for order, element in enumerate(elements):
             if not element.actionable or "disabled" in element.flags:
@@ -118,45 +194,79 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
                 label, action = f"type into: {line}", ("act", {"element_id": element.id, "method": "fill"}, "arguments")
             else:
                 label, action = f"click: {line}", ("act", {"element_id": element.id, "method": "click"}, None)
-            words = set(terms(label.rsplit(" [", 1)[0]))
+            # Relevance from what the element is called (not from "click"/"type into"/its role:
+            # "tab" in a task would make every tab relevant).
+            name = label.rsplit(" [", 1)[0].split(": ", 2)[-1]
+            words = set(terms(name))
             score = sum(1 for t in wanted if any(w.startswith(t) or t.startswith(w) for w in words))
-            page.append((-score, order, fence.neutralise(label), action))
+            sets_state = action[1]["method"] != "click" or element.role in _STATE_ROLES
+            candidates.append((score, sets_state, action_key(*action[:2]) in spent, order, fence.neutralise(label), action))
+        # Once every page action the task names is done here, the fields it does not name are
+        # left alone: a small model otherwise goes on ticking, typing into and opening whatever
+        # is left (buttons and links stay: "Continue" is rarely named in a task).
+        relevant = [c for c in candidates if c[0] > 0]
+        finished_here = bool(relevant) and all(c[2] for c in relevant)
+        page = [(-score, order, label, action) for score, sets_state, done, order, label, action in candidates
+                if not done and not (finished_here and score == 0 and sets_state)]
         kept = sorted(page, key=lambda item: (item[0], item[1]))[:max_page_actions]
         for _, _, label, action in sorted(kept, key=lambda item: item[1]):  # page order reads best
             actions.setdefault(label, action)
     value_of = {"save_progress": "data", "done": "message", "fail": "reason"}
     for label, (tool, args) in GENERAL.items():
-        if tool in offered:
+        if tool in offered and action_key(tool, args) not in spent:
             actions[label] = (tool, dict(args), value_of.get(tool))
     return StepChoices(actions)
 
 
-def choice_step_schema(choices: Sequence[str]) -> dict[str, Any]:
-    """The answer: ``{"next_goal": <short>, "choice": <one of choices>, "value": <short>}``."""
-    return {
-        "type": "object",
-        "properties": {
-            "next_goal": {"type": "string", "maxLength": GOAL_MAX},
-            "choice": {"type": "string", "enum": list(choices)},
-            "value": {"type": "string", "maxLength": VALUE_MAX},
-        },
-        "required": ["next_goal", "choice", "value"],
-        "additionalProperties": False,
-    }
+def choice_step_schema(choices: StepChoices) -> dict[str, Any]:
+    """The answer: ``{"next_goal": <short>, "choice": <one of choices>, "value": <short>}``, where
+    ``value`` must be written for an action that needs one (text to type, a note), is free for
+    done and fail, and is empty for the rest: a grammar-bound model can neither type nothing
+    nor spend tokens on a value a click ignores."""
+    needs, free, empty = [], [], []
+    for label, (tool, _, slot) in choices.actions.items():
+        (needs if slot in ("arguments", "data") else free if slot is not None else empty).append(label)
+
+    def variant(labels: list[str], value: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "next_goal": {"type": "string", "maxLength": GOAL_MAX},
+                "choice": {"type": "string", "enum": labels},
+                "value": {"type": "string", **value},
+            },
+            "required": ["next_goal", "choice", "value"],
+            "additionalProperties": False,
+        }
+
+    variants = [variant(labels, value) for labels, value in (
+        (needs, {"minLength": 1, "maxLength": VALUE_MAX}), (free, {"maxLength": VALUE_MAX}), (empty, {"maxLength": 0}),
+    ) if labels]
+    return variants[0] if len(variants) == 1 else {"anyOf": variants}
+
+
+def schema_choices(schema: dict[str, Any]) -> list[str]:
+    """Every choice a :func:`choice_step_schema` allows (for tests and tools reading it), also
+    when the client sent it wrapped in an object (``{"value": <schema>}``: an ``anyOf`` root)."""
+    inner = schema.get("properties", {}).get("value", {})
+    if "choice" not in schema.get("properties", {}) and ("anyOf" in inner or "properties" in inner):
+        schema = inner
+    return [c for v in schema.get("anyOf", [schema]) for c in v["properties"]["choice"]["enum"]]
 
 
 def page_text(outline: str, *, budget: int) -> str:
     """The outline's lines that are not actions (headings, text, values), within ``budget``
     tokens, in page order: what a small model reads to know where it is and what it found."""
     lines: list[str] = []
-    used = 0
+    more = "(more text below; scroll down to read it)"
+    used = estimate_tokens(more) + 1  # room kept for that line
     for element in parse_outline(outline):
         if element.actionable or not element.name.strip():
             continue
         text = f"{element.role}: {element.name}" if element.role not in ("StaticText", "text") else element.name
         cost = estimate_tokens(text) + 1
         if used + cost > budget:
-            lines.append("(more text below; scroll down to read it)")
+            lines.append(more)
             break
         lines.append(text)
         used += cost
@@ -171,11 +281,23 @@ def _history(run: Run) -> str:
     if older:
         failed = sum(1 for s in older if not s.ok)
         lines.append(f"steps 1-{older[-1].step}: {len(older)} actions ({failed} failed); see your notes")
+    labels = memory_of(run).labels
     for s in recent:
-        what = s.next_goal or s.tool
+        what = labels.get(s.step) or s.tool
+        typed = s.args.get("arguments") if s.tool == "act" and s.args.get("method") == "fill" else None
+        if typed:
+            what += f' <- "{str(typed[0])[:60]}"'
         outcome = "ok" if s.ok else "FAILED"
-        lines.append(f"step {s.step}: {s.tool} ({what[:60]}) -> {outcome}: {s.result[:100]}")
+        lines.append(f"step {s.step}: {what} -> {outcome}: {s.result[:100]}")
     return "\n".join(lines)
+
+
+def untyped_placeholders(run: Run) -> list[str]:
+    """The task's ``%name%`` values not typed anywhere yet: a small model presses the button with
+    the form half filled; this is said to it at every step until they are typed."""
+    named = [f"%{n}%" for n in dict.fromkeys(_PLACEHOLDER.findall(run.instruction)) if n in run.variables]
+    typed = " ".join(str(s.args) for s in run.steps if s.ok and s.tool in ("act", "fill_form"))
+    return [p for p in named if p not in typed]
 
 
 def notes_of(run: Run) -> list[str]:
@@ -188,7 +310,7 @@ def build_messages(run: Run, state: PageState, choices: StepChoices, fence: Fenc
                    *, budget: int = CHOICE_STEP_BUDGET) -> list[Any]:
     """The step's two messages within ``budget`` tokens: the stable system prompt and task
     first (the prompt cache keeps them), then history, notes, page text and the actions."""
-    system = P.choice_step_system_prompt(fence)
+    system = P.choice_step_system_prompt(fence, placeholders=bool(run.variables))
     task = P.choice_step_task(run.instruction, variables=run.variable_descriptions, max_steps=run.max_steps)
 
     def state_text(text: str) -> str:
@@ -197,6 +319,9 @@ def build_messages(run: Run, state: PageState, choices: StepChoices, fence: Fenc
             url=run.redact(state.url), title=run.redact(state.title), page_text=text, choices=choices.lines,
             fence=fence, notices=notices)
 
+    pending = untyped_placeholders(run)
+    if pending:
+        notices = [*notices, P.choice_step_untyped(pending)]
     fixed = estimate_tokens(system) + estimate_tokens(task) + estimate_tokens(state_text(""))
     text = page_text(state.outline or "", budget=max(0, budget - fixed))
     return [SystemMessage(system), UserMessage(f"{task}\n\n{state_text(text)}")]
@@ -220,8 +345,15 @@ async def _done_output(run: Run, client: LLMClient, result: str, state: PageStat
     """``done``'s structured output, asked for separately (a small model cannot write an arbitrary
     schema inside its choice): from the notes and the last page's text."""
     fence = Fence()
+    current = run.redact(state.url)
+    earlier, used = [], 0
+    for url, text in reversed([(u, t) for u, t in memory_of(run).pages.items() if u != current]):
+        used += estimate_tokens(text)
+        if used > CHOICE_STEP_BUDGET:
+            break
+        earlier.insert(0, (url, text))
     system, user = P.choice_step_output_messages(
-        run.instruction, notes=notes_of(run), result=result,
+        run.instruction, notes=notes_of(run), result=result, earlier_pages=earlier,
         page_text=page_text(state.outline or "", budget=CHOICE_STEP_BUDGET), fence=fence)
     generated = await client.generate([SystemMessage(system), UserMessage(user)], purpose="agent_output",
                                       output=run.output_schema, output_name="agent_output", secrets=run.secrets)
@@ -235,12 +367,19 @@ async def ask_choice_step(run: Run, state: PageState, offered: Sequence[Any], no
     client: LLMClient = run.client
     fence = Fence()
     names = [t.name for t in offered]
-    choices = step_choices(state.outline or "", fence, instruction=run.instruction, offered=names)
+    memory = memory_of(run)
+    text = page_text(state.outline or "", budget=PAGE_MEMORY_TOKENS)
+    if text:
+        memory.pages.pop(run.redact(state.url), None)  # re-inserted last: the order is the visit order
+        memory.pages[run.redact(state.url)] = text
+    choices = step_choices(state.outline or "", fence, instruction=run.instruction, offered=names,
+                           spent=spent_actions(run, state))
     messages = build_messages(run, state, choices, fence, notices)
     run.last_messages = [{"role": m.role, "content": "\n".join(p.text for p in m.content)} for m in messages]
-    generated = await client.generate(messages, purpose="agent", output=choice_step_schema(choices.lines),
+    generated = await client.generate(messages, purpose="agent", output=choice_step_schema(choices),
                                       output_name="agent_choice", secrets=run.secrets)
     tool, args = to_step_answer(generated.output, choices, run)
+    memory.labels[run.step] = run.redact(generated.output["choice"]).rsplit(" [", 1)[0][:80]
     usage = generated.usage
     if tool == "done" and run.output_schema is not None:
         args["output"], extra = await _done_output(run, client, str(args.get("message", "")), state)

@@ -20,9 +20,11 @@ from .._vision import masked_screenshot
 if TYPE_CHECKING:
     from ._run import Run
 
-__all__ = ["TERMINAL_TOOLS", "Tool", "ToolOutcome", "builtin_tools", "step_model", "tool_from_function"]
+__all__ = ["SCROLL_DID_NOT_MOVE", "TERMINAL_TOOLS", "Tool", "ToolOutcome", "builtin_tools", "step_model", "tool_from_function"]
 
 TERMINAL_TOOLS = ("done", "fail")
+#: How a scroll that moved nothing begins its result (the choice step stops offering it).
+SCROLL_DID_NOT_MOVE = "the page did not move"
 
 
 @dataclass
@@ -265,6 +267,7 @@ async def _back(run: Run, args: NoArgs) -> ToolOutcome:
 async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
     page = run.driver.page
     sign = -1 if args.direction == "up" else 1
+    before = await page.evaluate("() => Math.round(window.scrollY)")
     if args.element_id:
         xpath = run.xpath_for(args.element_id)
         height = await page.evaluate("() => window.innerHeight")
@@ -273,6 +276,9 @@ async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
     else:
         await page.evaluate("([s, p]) => window.scrollBy(0, s * p * window.innerHeight * 0.8)", [sign, args.pages])
     y = await page.evaluate("() => Math.round(window.scrollY)")
+    if y == before and not args.element_id:  # said plainly: a model otherwise keeps scrolling
+        return ToolOutcome(ok=True, text=f"{SCROLL_DID_NOT_MOVE} (scrollY {y}): the page is at its "
+                                          f"{'top' if sign < 0 else 'end'}; everything is already in the outline")
     return ToolOutcome(ok=True, text=f"scrolled {args.direction}; page scrollY is now {y}")
 
 

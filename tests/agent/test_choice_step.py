@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import jsonschema
 import pytest
 from pydantic import BaseModel
 
@@ -20,6 +21,7 @@ from stagehand_py.agent._choice_step import (
     VALUE_MAX,
     choice_step_schema,
     page_text,
+    schema_choices,
     step_choices,
     uses_choice_step,
 )
@@ -39,7 +41,7 @@ def chooser(plan: list[tuple[str, str]], seen: list[LLMRequest]) -> FunctionLLM:
         seen.append(request)
         if request.purpose == "agent_output":
             return {"parts": ["Anchor", "Drill"]}
-        options = request.output_schema["properties"]["choice"]["enum"]  # type: ignore[index]
+        options = schema_choices(request.output_schema)  # type: ignore[arg-type]
         step = sum(1 for r in seen if r.purpose == "agent")
         wanted, value = plan[step - 1]
         matches = [o for o in options if wanted in o]
@@ -79,15 +81,26 @@ async def test_a_form_page_offers_type_select_and_click_actions_and_the_schema_a
     assert not any("Reset password" in line for line in lines)  # disabled
     assert any(line.startswith("click: button: Sign in [") for line in lines)
     assert lines[-5:] == ["scroll down", "go back", "note", "done", "fail"]
-    schema = choice_step_schema(lines)
-    assert schema["properties"]["choice"]["enum"] == lines
-    assert schema["properties"]["value"]["maxLength"] == VALUE_MAX
-    assert schema["properties"]["next_goal"]["maxLength"] == GOAL_MAX
-    assert schema["additionalProperties"] is False
+    schema = choice_step_schema(choices)
+    assert sorted(schema_choices(schema)) == sorted(lines)
+    for variant in schema["anyOf"]:
+        assert variant["properties"]["value"]["maxLength"] <= VALUE_MAX
+        assert variant["properties"]["next_goal"]["maxLength"] == GOAL_MAX
+        assert variant["additionalProperties"] is False
+    # The value is required where an action needs one, and empty where it would be ignored.
+    username = next(line for line in lines if line.startswith("type into: textbox: Username"))
+    sign_in = next(line for line in lines if line.startswith("click: button: Sign in"))
+    valid = jsonschema.Draft202012Validator(schema).is_valid
+    assert valid({"next_goal": "", "choice": username, "value": "%user%"})
+    assert not valid({"next_goal": "", "choice": username, "value": ""})
+    assert valid({"next_goal": "", "choice": sign_in, "value": ""})
+    assert not valid({"next_goal": "", "choice": sign_in, "value": "now"})
+    assert valid({"next_goal": "", "choice": "done", "value": ""}) and valid({"next_goal": "", "choice": "note", "value": "x"})
+    assert not valid({"next_goal": "", "choice": "note", "value": ""})
+    assert not valid({"next_goal": "", "choice": "something else", "value": ""})
     # The last step offers only the terminal tools: no page action can be chosen.
     assert step_choices(outline, Fence(), instruction="sign in", offered=["done", "fail"]).lines == ["done", "fail"]
     # A type action carries the value as the fill argument.
-    username = next(line for line in lines if line.startswith("type into: textbox: Username"))
     tool, fixed, slot = choices.actions[username]
     assert (tool, fixed["method"], slot) == ("act", "fill", "arguments")
 
@@ -173,9 +186,11 @@ async def test_the_agent_paginates_takes_notes_and_builds_the_output(make_stageh
     # The output request saw both notes, and the page it ended on.
     (output_request,) = [r for r in seen if r.purpose == "agent_output"]
     assert "page 1: Anchor" in all_text(output_request) and "Page 2 of 4" in all_text(output_request)
+    # ...and the text of the first page, kept by the agent (a small model's notes are often thin).
+    assert "Page 1 of 4" in all_text(output_request) and "Bolt" in all_text(output_request)
     # A step sees its notes and the steps before it.
     last_step = [r for r in seen if r.purpose == "agent"][-1]
-    assert "page 1: Anchor" in all_text(last_step) and "step 2: act" in all_text(last_step)
+    assert "page 1: Anchor" in all_text(last_step) and "step 2: click: link: Next page -> ok" in all_text(last_step)
 
 
 async def test_large_models_keep_the_ordinary_step() -> None:
@@ -183,3 +198,95 @@ async def test_large_models_keep_the_ordinary_step() -> None:
     small = LLMClient(FunctionLLM(lambda r: {}), choice_mode=True)
     assert not uses_choice_step(plain, "dom") and uses_choice_step(small, "dom")
     assert not uses_choice_step(small, "cua")
+
+
+# -- what a small model would otherwise repeat ------------------------------------------------
+
+
+def _choices_at(seen: list[LLMRequest], step: int) -> list[str]:
+    return schema_choices([r for r in seen if r.purpose == "agent"][step - 1].output_schema)  # type: ignore[arg-type]
+
+
+async def test_an_action_done_on_a_page_is_not_offered_again_there(make_stagehand, server) -> None:
+    # The custom dropdown: clicking the combobox again would close it (what the 1.5B model did,
+    # five times over). After it is opened, its options are offered and it is not.
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([
+        ("click: combobox: Favourite fruit", ""),
+        ("click: option: Cherry", ""),
+        ("done", "chose Cherry"),
+    ], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("aria.html"))
+    result = await sh.agent().execute("In the Favourite fruit dropdown, choose Cherry", max_steps=4)
+    assert result.status == "done", result.message
+    assert await sh.page.get_attribute("#fruit-cherry", "aria-selected") == "true"
+    first, second = _choices_at(seen, 1), _choices_at(seen, 2)
+    assert any(c.startswith("click: combobox: Favourite fruit") for c in first)  # the control
+    assert not any(c.startswith("click: combobox: Favourite fruit") for c in second)
+    assert not any(c.startswith("click: option: Cherry") for c in first)  # hidden until opened
+    assert "step 1: click: combobox: Favourite fruit -> ok" in all_text([r for r in seen if r.purpose == "agent"][1])
+
+
+async def test_a_typed_field_a_note_and_a_scroll_that_did_not_move_are_not_offered_again(make_stagehand, server) -> None:
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([
+        ("type into: textbox: Username", "%user%"),
+        ("note", "typed the user name"),
+        ("scroll down", ""),
+        ("click: link: Next page", ""),
+        ("done", "ok"),
+    ], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.set_viewport_size({"width": 800, "height": 2000})  # the whole page fits: nothing to scroll
+    await sh.page.goto(server.url("agent/list/1.html"))
+    await sh.page.evaluate("""() => { const i = document.createElement('input'); i.setAttribute('aria-label', 'Username');
+                                      document.body.prepend(i); }""")
+    result = await sh.agent().execute("Type %user%, then go to the next page", max_steps=6, variables={"user": "alice"})
+    assert result.status == "done", result.message
+    assert result.steps[2].result.startswith("the page did not move")
+    at = {n: _choices_at(seen, n) for n in range(1, 6)}
+    typed = [c for c in at[1] if c.startswith("type into: textbox: Username")]
+    assert typed and not any(c in at[n] for c in typed for n in (2, 3, 4))
+    assert "note" in at[1] and "note" in at[2] and "note" not in at[3] and "note" not in at[4]
+    assert "scroll down" in at[3] and "scroll down" not in at[4]
+    # A new page (after the Next link): a note and a scroll are offered again.
+    assert "note" in at[5] and "scroll down" in at[5]
+
+
+async def test_the_task_s_untyped_placeholders_are_named_until_typed(make_stagehand, server) -> None:
+    # A small model pressed Sign in with the password field empty; every step now says what the
+    # task still needs typed. The control: the first two steps name it, the last does not.
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([
+        ("type into: textbox: Username", "%user%"),
+        ("type into: textbox: Password", "%password%"),
+        ("done", "typed"),
+    ], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("forms.html"))
+    result = await sh.agent().execute("Type %user% as the username and %password% as the password", max_steps=4,
+                                      variables={"user": "alice", "password": SECRET})
+    assert result.status == "done", result.message
+    steps = [all_text(r) for r in seen if r.purpose == "agent"]
+    assert "Not typed yet: %user%, %password%" in steps[0]
+    assert "Not typed yet: %password%." in steps[1]
+    assert "Not typed yet" not in steps[2]
+    assert all(SECRET not in text for text in steps)
+
+
+async def test_once_the_actions_the_task_names_are_done_unnamed_fields_are_left_alone(make_stagehand, server) -> None:
+    # After opening the Billing tab the 1.5B model went on clicking the other tabs (and lost
+    # the panel it was asked to read). Once every action the task names is done on a page, the
+    # state-setting actions it does not name are not offered; buttons still are.
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([("click: tab: Billing", ""), ("done", "opened")], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("aria.html"))
+    result = await sh.agent().execute("Open the Billing tab", max_steps=4)
+    assert result.status == "done", result.message
+    first, second = _choices_at(seen, 1), _choices_at(seen, 2)
+    assert any(c.startswith("click: tab: Security") for c in first)  # the control
+    assert not any(c.startswith(("click: tab:", "click: combobox:")) for c in second)
+    assert any(c.startswith("click: button: Actions") for c in second)
+    assert await sh.page.get_attribute("#tab-billing", "aria-selected") == "true"
