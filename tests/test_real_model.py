@@ -8,6 +8,9 @@ the model or the engine is absent. The rest of the suite scripts the model.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from llm._local_model import require_local_model
 from playwright.async_api import Page
@@ -17,6 +20,7 @@ from stagehand_py import Stagehand, Variables, placeholders_in
 from stagehand_py.llm import LocalModel
 
 MODEL = require_local_model()
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 pytestmark = pytest.mark.real_model
 
 FORM = """<!doctype html><title>Sign in</title><main><h1>Members area</h1>
@@ -63,3 +67,23 @@ async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: 
     finally:
         await sh.close()
         await model.aclose()
+
+
+async def test_the_agent_example_completes_with_the_embedded_model_and_no_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # What a new user gets from `python examples/agent_example.py` with no key: the embedded model
+    # drives agent() through choice steps to the products page and fills the output model.
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "STAGEHAND_BASE_URL", "STAGEHAND_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("STAGEHAND_LOCAL_MODEL", str(MODEL))
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import agent_example
+
+    assert await agent_example.main(checkpoint_dir=str(tmp_path)) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "model: local/" in out and "status: done" in out, out
+    for product in ("Trail Runner Shoes: $89.00", "Canvas Backpack: $54.50", "Steel Water Bottle: $19.99",
+                    "Rain Shell Jacket: $120.00"):
+        assert product in out, out
+    assert json.loads((tmp_path / "checkpoint.json").read_text())["status"] == "done"

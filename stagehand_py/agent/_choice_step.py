@@ -88,6 +88,8 @@ PAGE_MEMORY_TOKENS = 400
 #: just not twice in a row.
 _STATE_ROLES = {"checkbox", "radio", "switch", "combobox", "option", "tab", "menuitemcheckbox",
                 "menuitemradio", "treeitem"}
+#: Roles whose parts read as one line (an item's name and price belong together).
+_ITEM_ROLES = {"listitem", "row"}
 _PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
 
 
@@ -164,7 +166,8 @@ def spent_actions(run: Run, state: PageState) -> set[Hashable]:
 
 
 def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Sequence[str],
-                 max_page_actions: int = MAX_PAGE_ACTIONS, spent: Collection[Hashable] = ()) -> StepChoices:
+                 max_page_actions: int = MAX_PAGE_ACTIONS, spent: Collection[Hashable] = (),
+                 seen_links: Collection[str] = ()) -> StepChoices:
     """The actions a step offers: the outline's actionable lines as click / type / select
     actions (the most relevant to ``instruction`` first, at most ``max_page_actions``), then the
     general actions whose tools are ``offered`` (on the last step only done and fail), less the
@@ -173,6 +176,8 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
 
     A native ``<select>`` (a combobox whose options the outline lists) becomes one action per
     option, ``"select: Country = Germany [0-30]"``: the model picks the option instead of writing it.
+    A link in ``seen_links`` (ids of links to pages this run has seen) says so: a small model
+    otherwise walks back and forth between "Next" and "Previous".
     """
     actions: dict[str, tuple[str, dict[str, Any], str | None]] = {}
     if "act" in offered:
@@ -194,9 +199,11 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
                 label, action = f"type into: {line}", ("act", {"element_id": element.id, "method": "fill"}, "arguments")
             else:
                 label, action = f"click: {line}", ("act", {"element_id": element.id, "method": "click"}, None)
+                if element.id in seen_links:
+                    label = f"{label} (to a page seen before)"
             # Relevance from what the element is called (not from "click"/"type into"/its role:
             # "tab" in a task would make every tab relevant).
-            name = label.rsplit(" [", 1)[0].split(": ", 2)[-1]
+            name = line.rsplit(" [", 1)[0].split(": ", 1)[-1]
             words = set(terms(name))
             score = sum(1 for t in wanted if any(w.startswith(t) or t.startswith(w) for w in words))
             sets_state = action[1]["method"] != "click" or element.role in _STATE_ROLES
@@ -254,16 +261,34 @@ def schema_choices(schema: dict[str, Any]) -> list[str]:
     return [c for v in schema.get("anyOf", [schema]) for c in v["properties"]["choice"]["enum"]]
 
 
-def page_text(outline: str, *, budget: int) -> str:
+def page_text(outline: str, *, budget: int, with_actions: bool = False) -> str:
     """The outline's lines that are not actions (headings, text, values), within ``budget``
-    tokens, in page order: what a small model reads to know where it is and what it found."""
+    tokens, in page order: what a small model reads to know where it is and what it found.
+    ``with_actions``: links' and buttons' names too (what the page says, for the output call;
+    a step lists them as actions instead). A list item or table row becomes one line,
+    ``"- Anchor $10.00"``: read line by line, a small model lost the first item of a list."""
     lines: list[str] = []
     more = "(more text below; scroll down to read it)"
     used = estimate_tokens(more) + 1  # room kept for that line
-    for element in parse_outline(outline):
-        if element.actionable or not element.name.strip():
+    elements = parse_outline(outline)
+    index = 0
+    while index < len(elements):
+        element = elements[index]
+        index += 1
+        if element.role in _ITEM_ROLES and not element.name.strip():
+            parts = []
+            while index < len(elements) and elements[index].depth > element.depth:
+                inner = elements[index]
+                index += 1
+                if inner.name.strip() and (with_actions or not inner.actionable):
+                    parts.append(inner.name.strip())
+            if not parts:
+                continue
+            text = "- " + " ".join(parts)
+        elif (element.actionable and not with_actions) or not element.name.strip():
             continue
-        text = f"{element.role}: {element.name}" if element.role not in ("StaticText", "text") else element.name
+        else:
+            text = f"{element.role}: {element.name}" if element.role not in ("StaticText", "text") else element.name
         cost = estimate_tokens(text) + 1
         if used + cost > budget:
             lines.append(more)
@@ -354,7 +379,7 @@ async def _done_output(run: Run, client: LLMClient, result: str, state: PageStat
         earlier.insert(0, (url, text))
     system, user = P.choice_step_output_messages(
         run.instruction, notes=notes_of(run), result=result, earlier_pages=earlier,
-        page_text=page_text(state.outline or "", budget=CHOICE_STEP_BUDGET), fence=fence)
+        page_text=page_text(state.outline or "", budget=CHOICE_STEP_BUDGET, with_actions=True), fence=fence)
     generated = await client.generate([SystemMessage(system), UserMessage(user)], purpose="agent_output",
                                       output=run.output_schema, output_name="agent_output", secrets=run.secrets)
     return generated.output, generated.usage
@@ -368,12 +393,15 @@ async def ask_choice_step(run: Run, state: PageState, offered: Sequence[Any], no
     fence = Fence()
     names = [t.name for t in offered]
     memory = memory_of(run)
-    text = page_text(state.outline or "", budget=PAGE_MEMORY_TOKENS)
+    text = page_text(state.outline or "", budget=PAGE_MEMORY_TOKENS, with_actions=True)
     if text:
         memory.pages.pop(run.redact(state.url), None)  # re-inserted last: the order is the visit order
         memory.pages[run.redact(state.url)] = text
+    links = run.snapshot.url_map if run.snapshot is not None else {}
+    here = run.redact(state.url)
+    seen = {i for i, url in links.items() if run.redact(url) in memory.pages and run.redact(url) != here}
     choices = step_choices(state.outline or "", fence, instruction=run.instruction, offered=names,
-                           spent=spent_actions(run, state))
+                           spent=spent_actions(run, state), seen_links=seen)
     messages = build_messages(run, state, choices, fence, notices)
     run.last_messages = [{"role": m.role, "content": "\n".join(p.text for p in m.content)} for m in messages]
     generated = await client.generate(messages, purpose="agent", output=choice_step_schema(choices),

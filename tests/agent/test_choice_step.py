@@ -138,6 +138,15 @@ async def test_the_prompt_stays_under_its_budget_on_a_long_page_and_its_prefix_i
     assert "Task: Find the total on this page" in task_1
 
 
+async def test_page_text_puts_a_list_item_on_one_line_and_can_include_links(page, server) -> None:
+    await page.goto(server.url("agent/list/1.html"))
+    outline = (await Stagehand(page, model=FunctionLLM(lambda r: {})).snapshot()).tree
+    text = page_text(outline, budget=400)
+    assert "- Anchor $10.00\n- Bolt $11.00\n- Cable $12.00" in text
+    assert "Next page" not in text  # a step lists the link as an action...
+    assert "link: Next page" in page_text(outline, budget=400, with_actions=True)  # ...the output call reads it
+
+
 # -- the agent completes tasks with it --------------------------------------------------------
 
 
@@ -290,3 +299,18 @@ async def test_once_the_actions_the_task_names_are_done_unnamed_fields_are_left_
     assert not any(c.startswith(("click: tab:", "click: combobox:")) for c in second)
     assert any(c.startswith("click: button: Actions") for c in second)
     assert await sh.page.get_attribute("#tab-billing", "aria-selected") == "true"
+
+
+async def test_a_link_to_a_page_already_seen_says_so(make_stagehand, server) -> None:
+    # The 1.5B model walked Next, Home, Next, Home... on a three-page site.
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([("click: link: Next", ""), ("done", "on page 2")], seen), choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("site/index.html"))
+    result = await sh.agent().execute("Follow the Next link", max_steps=3)
+    assert result.status == "done", result.message
+    second = _choices_at(seen, 2)
+    home = [c for c in second if c.startswith("click: link: Home")]
+    assert home and all(c.endswith("(to a page seen before)") for c in home)
+    nexts = [c for c in second if c.startswith("click: link: Next")]
+    assert nexts and not any("seen before" in c for c in nexts)  # the control: page 3 is new
