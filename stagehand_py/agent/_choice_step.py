@@ -88,6 +88,11 @@ PAGE_MEMORY_TOKENS = 400
 #: just not twice in a row.
 _STATE_ROLES = {"checkbox", "radio", "switch", "combobox", "option", "tab", "menuitemcheckbox",
                 "menuitemradio", "treeitem"}
+#: Words of a task that say what to do, not to what: "choose the Pro plan" must not make the
+#: option "Choose a country" relevant.
+_TASK_VERBS = {"choose", "select", "pick", "click", "press", "tick", "untick", "check", "uncheck", "type",
+               "enter", "fill", "open", "follow", "go", "set", "put", "write", "submit", "report", "list",
+               "find", "read", "tell", "then"}
 #: Roles whose parts read as one line (an item's name and price belong together).
 _ITEM_ROLES = {"listitem", "row"}
 _PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
@@ -135,14 +140,32 @@ def action_key(tool: str, args: dict[str, Any]) -> Hashable:
     return (tool,)
 
 
+def _radio_groups(elements: Sequence[Any]) -> dict[str, str]:
+    """Each radio's group: its nearest ancestor that is a group, a radiogroup or a form (a radio
+    sits in its label, so the parent alone would make every radio its own group)."""
+    groups: dict[str, str] = {}
+    ancestors: list[Any] = []
+    for element in elements:
+        while ancestors and ancestors[-1].depth >= element.depth:
+            ancestors.pop()
+        if element.role == "radio":
+            group = next((a for a in reversed(ancestors) if a.role in ("radiogroup", "group", "form")), None)
+            groups[element.id] = group.id if group is not None else ""
+        ancestors.append(element)
+    return groups
+
+
 def spent_actions(run: Run, state: PageState) -> set[Hashable]:
     """Actions not to offer again on this page: a small model repeats what it just did (types the
     same name five times, opens and closes a dropdown). Counted since the page's URL changed:
-    every state-setting action (typing, selecting, ticking, opening), a note (one a page), a
+    every state-setting action (typing, selecting, ticking, opening; any radio of a group
+    once one is chosen), a note (one a page), a
     scroll that did not move, an action that failed twice; and whatever the last step did, even
     if it failed."""
     url = run.redact(state.url)
-    roles = {e.id: e.role for e in parse_outline(state.outline or "")}
+    elements = parse_outline(state.outline or "")
+    roles = {e.id: e.role for e in elements}
+    radios = _radio_groups(elements)
     spent: set[Hashable] = set()
     failed: set[Hashable] = set()
     for position, step in enumerate(reversed(run.steps)):
@@ -160,6 +183,8 @@ def spent_actions(run: Run, state: PageState) -> set[Hashable]:
         elif step.tool == "act" and (method in ("fill", "select_option", "check", "uncheck", "type")
                                      or roles.get(str(step.args.get("element_id"))) in _STATE_ROLES):
             spent.add(key)
+        if step.tool == "act" and str(step.args.get("element_id")) in radios:  # one choice a group
+            spent.add(("radio", radios[str(step.args.get("element_id"))]))
         elif step.tool == "save_progress" or (step.tool == "scroll" and step.result.startswith(SCROLL_DID_NOT_MOVE)):
             spent.add(key)
     return spent
@@ -171,8 +196,8 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
     """The actions a step offers: the outline's actionable lines as click / type / select
     actions (the most relevant to ``instruction`` first, at most ``max_page_actions``), then the
     general actions whose tools are ``offered`` (on the last step only done and fail), less the
-    ``spent`` ones (:func:`spent_actions`). When every page action whose name the instruction
-    mentions is spent, the unmentioned ones that set a state (type, select, tick, open) go too.
+    ``spent`` ones (:func:`spent_actions`). When every state-setting action (type, select,
+    tick, open) whose name the instruction mentions is spent, the unmentioned ones go too.
 
     A native ``<select>`` (a combobox whose options the outline lists) becomes one action per
     option, ``"select: Country = Germany [0-30]"``: the model picks the option instead of writing it.
@@ -181,9 +206,10 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
     """
     actions: dict[str, tuple[str, dict[str, Any], str | None]] = {}
     if "act" in offered:
-        wanted = terms(instruction)
+        wanted = [t for t in terms(instruction) if t not in _TASK_VERBS]
         candidates: list[tuple[int, bool, bool, int, str, tuple[str, dict[str, Any], str | None]]] = []
         elements = parse_outline(outline)
+        radios = _radio_groups(elements)
         for order, element in enumerate(elements):
             if not element.actionable or "disabled" in element.flags:
                 continue
@@ -207,11 +233,12 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
             words = set(terms(name))
             score = sum(1 for t in wanted if any(w.startswith(t) or t.startswith(w) for w in words))
             sets_state = action[1]["method"] != "click" or element.role in _STATE_ROLES
-            candidates.append((score, sets_state, action_key(*action[:2]) in spent, order, fence.neutralise(label), action))
-        # Once every page action the task names is done here, the fields it does not name are
-        # left alone: a small model otherwise goes on ticking, typing into and opening whatever
-        # is left (buttons and links stay: "Continue" is rarely named in a task).
-        relevant = [c for c in candidates if c[0] > 0]
+            done = action_key(*action[:2]) in spent or ("radio", radios.get(element.id)) in spent
+            candidates.append((score, sets_state, done, order, fence.neutralise(label), action))
+        # Once every field the task names is set here, the fields it does not name are left
+        # alone: a small model otherwise goes on ticking, typing into and opening whatever is
+        # left (buttons and links stay: "Continue" is rarely named in a task).
+        relevant = [c for c in candidates if c[0] > 0 and c[1]]
         finished_here = bool(relevant) and all(c[2] for c in relevant)
         page = [(-score, order, label, action) for score, sets_state, done, order, label, action in candidates
                 if not done and not (finished_here and score == 0 and sets_state)]

@@ -314,3 +314,23 @@ async def test_a_link_to_a_page_already_seen_says_so(make_stagehand, server) -> 
     assert home and all(c.endswith("(to a page seen before)") for c in home)
     nexts = [c for c in second if c.startswith("click: link: Next")]
     assert nexts and not any("seen before" in c for c in nexts)  # the control: page 3 is new
+
+
+async def test_a_chosen_radio_closes_its_group_and_unnamed_fields_go_once_the_named_ones_are_set(
+    make_stagehand, server,
+) -> None:
+    # The 1.5B model chose Pro, typed "your_username" into the fields the task never named,
+    # then clicked Free: the form went in with plan=free.
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([("click: radio: Pro", ""), ("click: button: Sign in", ""), ("done", "sent")], seen),
+                      choice_mode=True)
+    sh = await make_stagehand(model)
+    await sh.page.goto(server.url("forms.html"))
+    result = await sh.agent().execute("Choose the Pro plan, then press Sign in", max_steps=4)
+    assert result.status == "done", result.message
+    assert "plan=pro" in await sh.page.inner_text("body")
+    first, second = _choices_at(seen, 1), _choices_at(seen, 2)
+    for control in ("click: radio: Free", "click: radio: Team", "type into: textbox: Username"):
+        assert any(c.startswith(control) for c in first), control  # offered before
+        assert not any(c.startswith(control) for c in second), control  # not after
+    assert any(c.startswith("click: button: Sign in") for c in second)
