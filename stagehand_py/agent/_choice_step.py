@@ -213,6 +213,10 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
         for order, element in enumerate(elements):
             if not element.actionable or "disabled" in element.flags:
                 continue
+            following = elements[order + 1] if order + 1 < len(elements) else None
+            if (element.role == "combobox" and following is not None and following.role == "option"
+                    and following.depth > element.depth):
+                continue  # a native select: its options are the actions (clicking it opens nothing)
             parent = next((e for e in reversed(elements[:order]) if e.depth < element.depth), None)
             shown = "" if element.value is None else f' value="{element.value}"'
             line = choice_line(element.role, element.name + shown if element.name else "", element.id, details=shown)

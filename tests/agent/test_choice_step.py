@@ -78,6 +78,7 @@ async def test_a_form_page_offers_type_select_and_click_actions_and_the_schema_a
     lines = choices.lines
     assert any(line.startswith("type into: textbox: Username [") for line in lines)
     assert "select: Country = Germany [" in "\n".join(lines)  # one action per option of a native select
+    assert not any(line.startswith("click: combobox: Country") for line in lines)  # and no click on it
     assert not any("Reset password" in line for line in lines)  # disabled
     assert any(line.startswith("click: button: Sign in [") for line in lines)
     assert lines[-5:] == ["scroll down", "go back", "note", "done", "fail"]
