@@ -1,7 +1,8 @@
 """The main job end to end with a real model: the embedded Qwen2.5-Coder-1.5B on this CPU.
 
 observe with %placeholders% -> check the plan -> act it -> extract into a pydantic model, on a
-small local page, on a page we launched and on a page the user launched (`Stagehand(page=page)`).
+small local page, on a page we launched and on a page the user launched (`Stagehand(page=page)`);
+and examples/agent_example.py as a user with no key runs it (agent() through choice steps).
 `bash scripts/setup.sh` fetches the model, so this runs in CI; it skips with the reason only when
 the model or the engine is absent. The rest of the suite scripts the model.
 """
