@@ -261,8 +261,10 @@ def choice_step_schema(choices: StepChoices) -> dict[str, Any]:
     ``value`` must be written for an action that needs one (text to type, a note), is free for
     done and fail, and is empty for the rest: a grammar-bound model can neither type nothing
     nor spend tokens on a value a click ignores."""
-    needs, free, empty = [], [], []
-    for label, (tool, _, slot) in choices.actions.items():
+    needs: list[str] = []
+    free: list[str] = []
+    empty: list[str] = []
+    for label, (_, _, slot) in choices.actions.items():
         (needs if slot in ("arguments", "data") else free if slot is not None else empty).append(label)
 
     def variant(labels: list[str], value: dict[str, Any]) -> dict[str, Any]:
@@ -402,7 +404,8 @@ async def _done_output(run: Run, client: LLMClient, result: str, state: PageStat
     schema inside its choice): from the notes and the last page's text."""
     fence = Fence()
     current = run.redact(state.url)
-    earlier, used = [], 0
+    earlier: list[tuple[str, str]] = []
+    used = 0
     for url, text in reversed([(u, t) for u, t in memory_of(run).pages.items() if u != current]):
         used += estimate_tokens(text)
         if used > CHOICE_STEP_BUDGET:
