@@ -2,7 +2,9 @@
 at 2.5 s) is found by observe, act and extract, which wait for it within ``dom_settle_timeout``;
 what never comes ends in the normal "not found" result, saying how long it waited.
 
-The verbs run concurrently, each on its own page, so the whole file waits about 5 s per path.
+Each verb has its own page. The test of what never comes runs the three at once; the test of
+late content runs them one after another (at once, on three wrapped pages of one context, the
+fetched offer was missed in about half the runs: an open finding, not yet explained).
 """
 
 from __future__ import annotations
@@ -81,8 +83,11 @@ async def _extract_each(make_stagehand, server) -> list[str | None]:
 
 
 async def test_content_rendered_late_is_found_by_observe_act_and_extract(make_stagehand, server):
-    observed, (acted, clicks), prices = await asyncio.gather(
-        _observe_each(make_stagehand, server), _act_each(make_stagehand, server), _extract_each(make_stagehand, server))
+    # One verb at a time: with three wrapped pages of one context running at once, the fetched
+    # offer was missed in about half the runs (by whichever verb); see the issue-21 closing note.
+    observed = await _observe_each(make_stagehand, server)
+    acted, clicks = await _act_each(make_stagehand, server)
+    prices = await _extract_each(make_stagehand, server)
     assert observed == [["Early offer"], ["Fetched offer"], ["Late offer"]]
     assert [r.success for r in acted] == [True, True, True] and set(clicks) == set(NAMES)
     # One click each. (A click slower than self-heal's 2 s probe on a loaded machine is healed
