@@ -62,7 +62,7 @@ async def main(model: Any = None, *, headless: bool = True, checkpoint_dir: str 
             agent = stagehand.agent(allowed_domains=["127.0.0.1"], checkpoint_path=folder / "checkpoint.json")
             result = await agent.execute(
                 "Open the products page and list every product with its price.",
-                max_steps=12,
+                max_steps=6,  # a two-step task; a small local model otherwise wanders to the cap
                 output=Catalog,
                 callbacks=show,
             )
