@@ -66,12 +66,15 @@ class ModelPrice(BaseModel):
 #: What a model running on this machine (or on a loopback server) costs per token.
 FREE = ModelPrice(input_per_million=0.0, output_per_million=0.0, cached_input_per_million=0.0)
 
-# The overrides: a key matches its model and the model's dated snapshots ("o3-2025-04-16"), not
-# other models that share a prefix ("o3-mini"). Each entry says why it is here.
+# The overrides: a key matches its model and the model's dated snapshots ("gpt-4.1-mini-2025-04-14"),
+# not other models that share a prefix. Pinned here: the models Stagehand picks by default
+# (DEFAULT_MODELS), so a max_cost_usd budget set for them does not move when a newer genai-prices
+# is installed. On PRICES_AS_OF they equalled genai-prices 0.2.3 and the providers' list prices;
+# tests/llm/test_cost.py fails when the installed catalogue disagrees, so a change is looked at.
 _TABLE: dict[str, ModelPrice] = {
-    # genai-prices 0.2.3 fails on the bare name "o3" (a time-conditional price without a start
-    # date); OpenAI's list price since 2025-06-10.
-    "o3": ModelPrice(input_per_million=2.00, output_per_million=8.00, cached_input_per_million=0.50),
+    "gpt-4.1-mini": ModelPrice(input_per_million=0.40, output_per_million=1.60, cached_input_per_million=0.10),
+    # Cache writes are billed as input here (Anthropic's list price for them is 1.25x input).
+    "claude-sonnet-4-5": ModelPrice(input_per_million=3.00, output_per_million=15.00, cached_input_per_million=0.30),
 }
 
 #: A dated snapshot's suffix: "-2025-04-16" (OpenAI, Google) or "-20250929" (Anthropic).

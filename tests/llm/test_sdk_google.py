@@ -9,6 +9,7 @@ import json
 import re
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -292,6 +293,26 @@ async def test_computer_tool_is_refused_before_any_request(fake: FakeProvider) -
     with pytest.raises(InvalidArgumentError, match="cannot be offered the tool"):
         await c.turn([UserMessage("go")], tools=[ComputerTool(display_width=800, display_height=600)])
     assert fake.seen == []
+
+
+async def test_record_once_then_replay_without_the_key(fake: FakeProvider, tmp_path: Path) -> None:
+    from stagehand_py.testing import block_model_requests, use_cassette
+
+    path = tmp_path / "gemini.json"
+    fake.reply(gemini_response('{"title": "Dune", "year": 1965}'))
+    recorder = LLMClient("google/gemini-2.5-flash", api_key="gemini-live-SECRET", base_url=fake.url, retry_policy=FAST)
+    with use_cassette(path, mode="once"):
+        recorded = await recorder.generate("Dune (1965)", output=Book)
+    text = path.read_text()
+    assert "gemini-live-SECRET" not in text and "x-goog-api-key" not in text.lower()  # Gemini's key header
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    replayer = LLMClient("google/gemini-2.5-flash", base_url=dead, retry_policy=FAST)
+    with block_model_requests(), use_cassette(path, mode="once") as cassette:
+        assert cassette.replaying
+        assert (await replayer.generate("Dune (1965)", output=Book)).output == recorded.output
+    assert len(fake.seen) == 1
 
 
 def test_key_comes_from_gemini_or_google_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
