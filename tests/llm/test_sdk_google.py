@@ -387,3 +387,4 @@ def test_a_recursive_schema_keeps_its_reference_for_gemini_to_resolve() -> None:
     assert adapted["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert set(adapted["$defs"]["Node"]["properties"]) == {"name", "children"}
     assert "default" not in json.dumps(adapted)
+
