@@ -326,6 +326,15 @@ def test_key_comes_from_gemini_or_google_api_key(monkeypatch: pytest.MonkeyPatch
         LLMClient("google/gemini-2.5-flash", api_version="2024-10-21")
 
 
+
+def test_without_the_sdk_installed_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "stagehand_py.llm._providers._google", None)  # as if google-genai were absent
+    with pytest.raises(ConfigurationError, match=r"pip install 'stagehand_py\[google\]'"):
+        LLMClient("google/gemini-2.5-flash", api_key="k")
+
+
 # --- the schema subset --------------------------------------------------------------------------
 
 
