@@ -380,7 +380,7 @@ async def test_a_rule_gemini_cannot_carry_is_still_enforced_by_a_reask(fake: Fak
     result = await client(fake).generate("code?", output=schema)
     assert result.output == {"code": "ABC-12", "kind": "b", "n": 3} and result.attempts == 2
     wire = fake.seen[0].body["generationConfig"]["responseJsonSchema"]
-    assert wire["properties"] == {"code": {"type": "string"}, "kind": {"anyOf": [{"enum": ["a"]}, {"enum": ["b"]}]},
+    assert wire["properties"] == {"code": {"type": "string"}, "kind": {"anyOf": [{"enum": ["a"], "type": "string"}, {"enum": ["b"], "type": "string"}]},
                                   "n": {"type": "integer", "minimum": 0}}
     assert wire["additionalProperties"] is False
     reask = fake.seen[1].body["contents"][-1]["parts"][0]["text"]

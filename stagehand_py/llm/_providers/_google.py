@@ -42,6 +42,9 @@ _KEPT = frozenset({
 #: Keywords whose value is a map of names to schemas (the names are not keywords).
 _SCHEMA_MAPS = frozenset({"properties", "$defs"})
 
+#: The JSON Schema type of a ``const`` value, written next to the enum it becomes.
+_JSON_TYPES: dict[type, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
+
 #: Finish reasons that mean Gemini would not answer (a refusal, not a transport problem).
 _REFUSED = frozenset({
     "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
@@ -53,7 +56,8 @@ def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` in the subset of JSON Schema Gemini accepts.
 
     - local ``$ref`` are inlined (recursive ones stay references, which Gemini resolves);
-    - ``const: v`` becomes ``enum: [v]`` (pydantic writes the tag of a tagged union this way);
+    - ``const: v`` becomes ``enum: [v]``, with v's type when none is given (pydantic writes the
+      tag of a tagged union this way);
     - ``oneOf`` becomes ``anyOf``, and a one-element ``allOf`` is merged into its parent;
     - ``exclusiveMinimum``/``exclusiveMaximum`` become ``minimum``/``maximum`` (looser: the
       client's validation holds the exact bound);
@@ -94,7 +98,10 @@ def _adapt(node: Any) -> Any:
     if "oneOf" in node and "anyOf" not in node:
         node["anyOf"] = node.pop("oneOf")
     if "const" in node and "enum" not in node:
-        node["enum"] = [node.pop("const")]
+        value = node.pop("const")
+        node["enum"] = [value]
+        if "type" not in node and (kind := _JSON_TYPES.get(type(value))) is not None:
+            node["type"] = kind  # Gemini reads an enum with its type
     for exclusive, inclusive in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
         if isinstance(node.get(exclusive), int | float) and inclusive not in node:
             node[inclusive] = node[exclusive]
