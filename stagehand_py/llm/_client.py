@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
@@ -37,9 +37,9 @@ from ._messages import (
     UserMessage,
     coerce_messages,
 )
-from ._pricing import ModelPrice, price_for
+from ._pricing import USER_PRICE_SOURCE, ModelPrice, price_with_source
 from ._profiles import OutputMode, Profile, Timing, default_profile
-from ._providers._common import HTTPProviderModel, env_var_for
+from ._providers._common import HTTPProviderModel, env_var_for, key_env_vars
 from ._providers._local import LocalModel
 from ._redact import Redactor
 from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool, estimate_input_tokens
@@ -54,7 +54,14 @@ logger = logging.getLogger("stagehand_py")
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
-_PROVIDERS = ("openai", "anthropic", "local")
+_PROVIDERS = ("openai", "anthropic", "google", "azure", "local")
+
+#: Azure's endpoint and API version, when not passed: the names Microsoft's docs and the openai SDK use.
+AZURE_ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
+AZURE_API_VERSION_ENV = "OPENAI_API_VERSION"
+
+#: Returns an Entra ID (Azure AD) bearer token; called before every Azure request.
+AzureTokenProvider = Callable[[], "str | Awaitable[str]"]
 
 
 @dataclass(frozen=True)
@@ -83,9 +90,12 @@ def resolve_model(
     profile: Profile | None,
     output_mode: OutputMode | None,
     http_client: httpx2.AsyncClient | None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    api_version: str | None = None,
+    azure_ad_token_provider: AzureTokenProvider | None = None,
 ) -> HTTPProviderModel | LocalModel:
-    """Turn ``"provider/model"`` plus options into a provider adapter.
+    """Turn ``"provider/model"`` plus options into a provider adapter: the one place a model
+    string's provider prefix is read.
 
     Keys are read here, once per client, from the argument or the provider's usual env var;
     nothing is stored globally.
@@ -95,7 +105,8 @@ def resolve_model(
     if not sep or not name or provider not in _PROVIDERS:
         raise ConfigurationError(
             f"model {model!r} is not '<provider>/<model name>' with a provider of {', '.join(_PROVIDERS)}. "
-            "Examples: 'openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5', 'local/<file>.gguf' (in-process "
+            "Examples: 'openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash', "
+            "'azure/<your deployment name>', 'local/<file>.gguf' (in-process "
             "llama.cpp); for an OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio) use "
             "'openai/<its model name>' with base_url=."
         )
@@ -109,8 +120,16 @@ def resolve_model(
                 "llama.cpp server use 'openai/<name>' with base_url= and profile=llama_cpp_server_profile()."
             )
         return LocalModel(name, profile=chosen, timeout=timeout)
+    if provider != "azure" and (api_version is not None or azure_ad_token_provider is not None):
+        raise ConfigurationError(
+            f"api_version= and azure_ad_token_provider= configure 'azure/<deployment>' models only, not {model!r}."
+        )
+    if provider == "azure":
+        return _azure_model(name, api_key=api_key, endpoint=base_url, api_version=api_version,
+                            token_provider=azure_ad_token_provider, timeout=timeout, profile=chosen,
+                            http_client=http_client, environ=environ)
     env_var = env_var_for(provider)
-    key = api_key or environ.get(env_var)
+    key = api_key or next((environ[v] for v in key_env_vars(provider) if environ.get(v)), None)
     if not key:
         if base_url is None:
             raise ConfigurationError(
@@ -123,9 +142,43 @@ def resolve_model(
     cls: type[HTTPProviderModel]
     if provider == "openai":
         from ._providers._openai import OpenAIChatModel as cls
+    elif provider == "google":
+        try:
+            from ._providers._google import GoogleModel as cls
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"{model!r} needs Google's SDK, which is not installed ({exc}): pip install 'stagehand_py[google]' "
+                "(or pip install google-genai)."
+            ) from exc
     else:
         from ._providers._anthropic import AnthropicModel as cls
     return cls(name, api_key=key, base_url=base_url, timeout=timeout, profile=chosen, http_client=http_client)
+
+
+def _azure_model(
+    deployment: str, *, api_key: str | None, endpoint: str | None, api_version: str | None,
+    token_provider: AzureTokenProvider | None, timeout: float | None, profile: Profile,
+    http_client: httpx2.AsyncClient | None, environ: Mapping[str, str],
+) -> HTTPProviderModel:
+    """``azure/<deployment>``: the endpoint (``base_url=``), API version and key or token provider."""
+    endpoint = endpoint or environ.get(AZURE_ENDPOINT_ENV)
+    api_version = api_version or environ.get(AZURE_API_VERSION_ENV)
+    missing = [what for what, value in ((f"base_url= (your resource's endpoint, e.g. "
+                                         f"'https://<resource>.openai.azure.com') or {AZURE_ENDPOINT_ENV}", endpoint),
+                                        (f"api_version= (e.g. '2024-10-21') or {AZURE_API_VERSION_ENV}", api_version))
+               if not value]
+    if api_key is not None and token_provider is not None:
+        raise ConfigurationError(f"azure/{deployment}: pass api_key= or azure_ad_token_provider=, not both.")
+    key = api_key if token_provider is not None or api_key else environ.get(env_var_for("azure"))
+    if not key and token_provider is None:
+        missing.append(f"api_key= or {env_var_for('azure')}, or azure_ad_token_provider= (Entra ID)")
+    if missing:
+        raise ConfigurationError(f"azure/{deployment} needs " + "; ".join(missing) + ".")
+    assert endpoint is not None and api_version is not None
+    from ._providers._azure import AzureOpenAIModel
+
+    return AzureOpenAIModel(deployment, api_key=key or "", endpoint=endpoint, api_version=api_version,
+                            token_provider=token_provider, timeout=timeout, profile=profile, http_client=http_client)
 
 
 class LLMClient:
@@ -157,6 +210,8 @@ class LLMClient:
         temperature: float | None = None,
         choice_mode: bool | None = None,
         price: ModelPrice | None = None,
+        api_version: str | None = None,
+        azure_ad_token_provider: AzureTokenProvider | None = None,
     ) -> None:
         if max_reasks < 0:
             raise InvalidArgumentError(f"max_reasks must be 0 or more, not {max_reasks}.")
@@ -166,12 +221,14 @@ class LLMClient:
         if isinstance(model, str):
             self._model: LanguageModel = resolve_model(
                 model, api_key=api_key, base_url=base_url, timeout=timeout, profile=profile,
-                output_mode=output_mode, http_client=http_client,
+                output_mode=output_mode, http_client=http_client, api_version=api_version,
+                azure_ad_token_provider=azure_ad_token_provider,
             )
             self._model_label = model
         elif callable(getattr(model, "request", None)):
             given = [n for n, v in (("api_key", api_key), ("base_url", base_url), ("output_mode", output_mode),
-                                    ("profile", profile), ("http_client", http_client)) if v is not None]
+                                    ("profile", profile), ("http_client", http_client), ("api_version", api_version),
+                                    ("azure_ad_token_provider", azure_ad_token_provider)) if v is not None]
             if given:
                 raise ConfigurationError(
                     f"{', '.join(given)} configure model strings only; {type(model).__name__} is a model "
@@ -188,7 +245,8 @@ class LLMClient:
             raise InvalidArgumentError(f"price must be a stagehand_py.llm.ModelPrice, not {type(price).__name__}.")
         # The user's price wins over the table; a model string's base_url decides local (free) or unknown.
         self._price_given = price is not None
-        self._price = price or price_for(self._model_label, base_url=base_url if isinstance(model, str) else None)
+        self._price, self._price_source = (price, USER_PRICE_SOURCE) if price is not None else price_with_source(
+            self._model_label, base_url=base_url if isinstance(model, str) else None)
         if usage_limits is not None and usage_limits.max_cost_usd is not None and self._price is None:
             raise ConfigurationError(
                 f"usage_limits.max_cost_usd needs the price of {self._model_label}, which the price table does not "
@@ -247,6 +305,11 @@ class LLMClient:
     def price(self) -> ModelPrice | None:
         """Dollars per million tokens used for ``Usage.cost_usd`` (``None``: unknown)."""
         return self._price
+
+    @property
+    def price_source(self) -> str | None:
+        """Where :attr:`price` came from (``None``: no price), also reported as ``Usage.cost_source``."""
+        return self._price_source
 
     @property
     def metrics(self) -> Metrics:
@@ -471,6 +534,7 @@ class LLMClient:
             "requests": max(response.usage.requests, 1),
             "wall_ms": response.usage.wall_ms or (time.perf_counter() - started) * 1000,
             "cost_usd": self._cost_of(response.usage),
+            "cost_source": self._cost_source_of(response.usage),
         })
         response = response.model_copy(update={"usage": usage})
         captured.response = response
@@ -489,6 +553,12 @@ class LLMClient:
             return None
         return self._price.cost(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                                 cached_tokens=usage.cached_tokens)
+
+
+    def _cost_source_of(self, usage: Usage) -> str | None:
+        if "cost_usd" in usage.model_fields_set and not self._price_given:
+            return usage.cost_source or f"reported by the model object {self._model_label}"
+        return self._price_source if self._price is not None else None
 
 
 def _as_json(value: Any) -> str:

@@ -118,12 +118,18 @@ def default_profile(provider: str, model_name: str, *, base_url: str | None) -> 
     - An OpenAI-compatible server (``base_url`` given): prompted JSON, the one mode every
       such server (Ollama, llama.cpp, vLLM, LM Studio) handles.
     - Anthropic: a forced tool call, the long-standing structured-output path.
+    - Google (Gemini) and Azure OpenAI: the native JSON-schema format.
 
     A local model (``local/``, or a server on a loopback address) gets :data:`LOCAL_TIMING`: its
     time bound grows with the prompt, and a timed-out request is cancelled before a retry.
     """
     if provider == "anthropic":
         return Profile(output_mode="tools")
+    if provider in ("google", "azure"):
+        # Gemini: responseJsonSchema (JSON mode with a schema); an Azure deployment: OpenAI's
+        # json_schema response format (API versions from 2024-08-01 on). base_url here is the
+        # provider's endpoint or a proxy, not a model on this machine.
+        return Profile(output_mode="json_schema")
     if provider == "local":
         # In-process llama.cpp: the schema becomes a grammar, so every answer is valid JSON.
         return Profile(output_mode="json_schema", choice_mode=True, supports_images=False, max_output_tokens=1024,

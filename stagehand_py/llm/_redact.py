@@ -70,7 +70,7 @@ class Redactor:
         while current is not None and id(current) not in seen:
             seen.add(id(current))
             current.args = tuple(self.data(a) if isinstance(a, str | dict | list | tuple) else a for a in current.args)
-            for attr in ("message", "body", "last_output"):
+            for attr in ("message", "body", "details", "last_output"):  # details: google-genai's APIError
                 if hasattr(current, attr):
                     try:
                         setattr(current, attr, self.data(getattr(current, attr)))

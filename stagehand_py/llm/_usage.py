@@ -33,6 +33,10 @@ class Usage(BaseModel):
     #: the price is unknown (a model the price table does not list and no ``price=`` given).
     #: A sum with an unknown part is unknown: a partial sum would read as the whole bill.
     cost_usd: float | None = 0.0
+    #: Where the price behind ``cost_usd`` came from (``"genai-prices 0.2.3 (bundled data):
+    #: openai/gpt-4.1-mini"``, the override table, ``price=``...); several, ``"; "``-joined, in a
+    #: sum over models priced differently; ``None`` when nothing was priced.
+    cost_source: str | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -49,6 +53,7 @@ class Usage(BaseModel):
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             wall_ms=self.wall_ms + other.wall_ms,
             cost_usd=None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd,
+            cost_source=_joined_sources(self.cost_source, other.cost_source),
         )
 
 
@@ -64,7 +69,13 @@ class Usage(BaseModel):
             reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
             wall_ms=self.wall_ms - other.wall_ms,
             cost_usd=None if self.cost_usd is None or other.cost_usd is None else self.cost_usd - other.cost_usd,
+            cost_source=self.cost_source,
         )
+
+
+def _joined_sources(first: str | None, second: str | None) -> str | None:
+    names = [n for n in dict.fromkeys((first or "").split("; ") + (second or "").split("; ")) if n]
+    return "; ".join(names) or None
 
 
 class UsageLimits(BaseModel):

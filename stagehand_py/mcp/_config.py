@@ -14,13 +14,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .._errors import ConfigurationError
 from .._types import Variables, VariableSpec
+from ..browser._options import BrowserOptions
 from ..llm._policy import ModelChoice, default_model
 
-__all__ = ["MCPServerConfig", "VariableSource", "load_config"]
+__all__ = ["SNAPSHOT_MAX_TOKENS", "MCPServerConfig", "VariableSource", "load_config"]
+
+#: The snapshot tool's page size when the client gives none: a large page (stdtypes.html is ~250k
+#: tokens) comes in pages a client's context can hold.
+SNAPSHOT_MAX_TOKENS = 20000
 
 
 class VariableSource(BaseModel):
@@ -57,6 +62,39 @@ class MCPServerConfig(BaseModel):
     token_budget: int | None = None
     #: Steps the ``agent`` tool may take at most per task.
     agent_max_steps: int = Field(default=20, ge=1, le=200)
+    #: A storage state file (cookies, local storage; JSON as Playwright writes it): loaded when the
+    #: browser starts if it exists, written back when the server stops (mode 0600: it holds session
+    #: cookies), so a login survives a restart.
+    storage_state: str | None = None
+    #: A persistent Chromium profile folder (made with mode 0700 when missing): cookies, storage
+    #: and cache survive a restart. Not together with ``storage_state``.
+    user_data_dir: str | None = None
+    #: The ``snapshot`` tool's page size in estimated tokens (characters / 4) when the client gives
+    #: no ``max_tokens``.
+    snapshot_max_tokens: int = Field(default=SNAPSHOT_MAX_TOKENS, ge=200)
+
+    @model_validator(mode="after")
+    def _one_kind_of_persistence(self) -> MCPServerConfig:
+        if self.storage_state is not None and self.user_data_dir is not None:
+            raise ValueError(
+                "storage_state and user_data_dir exclude each other: a profile folder keeps its own cookies and "
+                "storage. Use user_data_dir to keep everything, or storage_state for cookies and storage only."
+            )
+        return self
+
+    def browser_options(self) -> BrowserOptions | None:
+        """The browser's persistence: the profile folder (made owner-only when missing), or the
+        storage state to load and to save on close; ``None`` when neither is configured."""
+        if self.user_data_dir is not None:
+            folder = Path(self.user_data_dir).expanduser()
+            if not folder.exists():
+                folder.mkdir(mode=0o700, parents=True)  # a profile holds session cookies: owner only
+            return BrowserOptions(user_data_dir=folder)
+        if self.storage_state is not None:
+            path = Path(self.storage_state).expanduser()
+            # The first run has no file yet: start empty, and write one (0600) when the server stops.
+            return BrowserOptions(storage_state=path if path.is_file() else None, save_storage_state_to=path)
+        return None
 
     def resolved_variables(self, environ: Mapping[str, str] | None = None) -> Variables:
         """The variables with their values, read from the environment where the file names one."""

@@ -26,7 +26,9 @@ from .._types import Action, Variables
 from ..agent._domains import DomainGuard, url_allowed
 from ..llm import LLMClient
 from ..llm._policy import token_budget_for
+from ..snapshot import Snapshot
 from ._config import MCPServerConfig
+from ._snapshot_pages import snapshot_page
 from ._tabs import describe_tabs, tab_at
 
 __all__ = ["ServerBrowser", "build_server"]
@@ -66,7 +68,7 @@ class ServerBrowser:
         """The Stagehand of the active tab (launching the browser the first time)."""
         if self._root is None:
             self._root = await Stagehand.launch(headless=self.config.headless, executable_path=self.config.executable_path,
-                                                **self._options())
+                                                browser_options=self.config.browser_options(), **self._options())
             self._by_page[self._root.page] = self._root
             self._current = self._root.page
             if self.config.allowed_domains is not None:
@@ -163,15 +165,32 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
         result: str = await guarded(run)
         return result
 
+    # The outline paged through, so pages 2.. come from the same snapshot as page 1 (a fresh one
+    # could shift every line): (tab, URL, selector) -> the snapshot.
+    paged: dict[tuple[Page, str, str | None], Snapshot] = {}
+
     @server.tool(description="The page as an outline: one line per element, '[id] role: name', indented by nesting. "
-                 "Use the ids with act_on_element.")
+                 "Use the ids with act_on_element. A large page comes in pages of at most max_tokens; the header says "
+                 "which page of how many. With query, the pages are ranked by relevance to it, best first.")
     async def snapshot(
         selector: Annotated[str | None, Field(description="XPath or CSS of a subtree to limit the outline to")] = None,
+        max_tokens: Annotated[int | None, Field(ge=200, description="page size in tokens (default: the server's, "
+                                                "20000 unless configured)")] = None,
+        page: Annotated[int, Field(ge=1, description="which page, from 1; page 1 takes a fresh snapshot, later "
+                                   "pages read the same one")] = 1,
+        query: Annotated[str | None, Field(description="what you look for, e.g. 'the price of the Pro plan': pages "
+                                           "come ranked by relevance to it")] = None,
     ) -> str:
         async def run(sh: Stagehand) -> str:
-            snap = await sh.snapshot(selector=selector)
+            key = (sh.page, sh.page.url, selector)
+            snap = paged.get(key) if page > 1 else None
+            if snap is None:
+                snap = await sh.snapshot(selector=selector)
+                paged.clear()
+                paged[key] = snap
             browser.remember(snap.xpath_map)
-            return browser.redact(f"URL: {sh.page.url}\n{snap.tree}")
+            size = max_tokens or browser.config.snapshot_max_tokens
+            return browser.redact(snapshot_page(snap, max_tokens=size, page=page, query=query, selector=selector))
         result: str = await guarded(run)
         return result
 

@@ -1,6 +1,7 @@
 """A scriptable HTTP server on 127.0.0.1 that speaks just enough of the OpenAI chat
-completions and Responses (computer use) and the Anthropic messages (tool use, the computer
-tool on the beta API) wire formats for the real SDKs to talk to it.
+completions and Responses (computer use), the Anthropic messages (tool use, the computer
+tool on the beta API) and the Gemini ``generateContent`` wire formats for the real SDKs to talk
+to it (Azure OpenAI is the chat completions format under ``/openai/deployments/<name>/``).
 
 Each test queues the answers it wants (status, JSON body, headers, delay, raw bytes) and
 then reads back the exact requests the SDK sent.
@@ -180,3 +181,38 @@ def openai_response(*, id: str = "resp_1", computer_call: tuple[str, dict[str, A
                   "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": reasoning},
                   "total_tokens": input_tokens + output_tokens},
     }
+
+
+def gemini_response(text: str | None = None, *, function_call: tuple[str, dict[str, Any]] | None = None,
+                    finish_reason: str = "STOP", prompt_tokens: int = 20, output_tokens: int = 5, cached: int = 0,
+                    thoughts: int = 0, thought_text: str | None = None,
+                    model: str = "gemini-2.5-flash") -> dict[str, Any]:
+    """A ``generateContent`` answer: text and/or one ``functionCall`` ``(name, args)``, after an
+    optional thought part (which is not the answer)."""
+    parts: list[dict[str, Any]] = []
+    if thought_text is not None:
+        parts.append({"text": thought_text, "thought": True})
+    if text is not None:
+        parts.append({"text": text})
+    if function_call is not None:
+        name, args = function_call
+        parts.append({"functionCall": {"id": "fc_1", "name": name, "args": args}})
+    usage: dict[str, Any] = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                             "totalTokenCount": prompt_tokens + output_tokens + thoughts}
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish_reason, "index": 0}],
+        "usageMetadata": usage, "modelVersion": model, "responseId": "resp-gemini-1",
+    }
+
+
+def gemini_error(code: int, message: str, status: str, *, reason: str | None = None) -> dict[str, Any]:
+    """A Gemini API error body (``reason`` goes into an ErrorInfo detail, e.g. API_KEY_INVALID)."""
+    error: dict[str, Any] = {"code": code, "message": message, "status": status}
+    if reason is not None:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,
+                             "domain": "googleapis.com"}]
+    return {"error": error}

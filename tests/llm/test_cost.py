@@ -1,5 +1,6 @@
-"""Cost in dollars: the dated price table, the user's price, cost per call / operation / agent run,
-and ``UsageLimits(max_cost_usd=...)`` stopping before the call that would cross it."""
+"""Cost in dollars: genai-prices' catalogue behind the dated override table, the user's price, where
+each price came from, cost per call / operation / agent run, and ``UsageLimits(max_cost_usd=...)``
+stopping before the call that would cross it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel
 
 from stagehand_py import ConfigurationError, CostLimitExceededError, UsageLimitExceededError
 from stagehand_py.llm import PRICES_AS_OF, LLMClient, ModelPrice, ModelResponse, Usage, UsageLimits, price_for
+from stagehand_py.llm._pricing import price_with_source
 from stagehand_py.testing import FunctionLLM, ScriptedLLM
 
 
@@ -31,6 +33,98 @@ def test_table_is_dated_and_finds_dated_model_names() -> None:
     assert price_for("anthropic/claude-sonnet-4-5-20250929").output_per_million == 15.00
     assert price_for("anthropic/claude-haiku-4-5").input_per_million == 1.00
     assert price_for("anthropic/claude-opus-4-1").input_per_million == 15.00
+
+
+def _catalogue_models(*providers: str) -> list[tuple[str, str]]:
+    """``(provider, model id)`` of every model genai-prices prices per input and output token today."""
+    from genai_prices import data_snapshot
+
+    now = datetime.datetime.now(tz=datetime.UTC)
+    found = []
+    for provider in data_snapshot.get_snapshot().providers:
+        if provider.id not in providers:
+            continue
+        for model in provider.models:
+            prices = model.get_prices(now)
+            if getattr(prices, "input_mtok", None) is not None and getattr(prices, "output_mtok", None) is not None:
+                found.append((provider.id, model.id))
+    return found
+
+
+async def test_a_model_with_a_known_price_never_has_an_unknown_cost() -> None:
+    catalogue = _catalogue_models("openai", "anthropic", "google")
+    assert len(catalogue) > 150  # the catalogue really was read (0.2.3 prices 192 of these)
+    unknown = []
+    for provider, model_id in catalogue:
+        if model_id.startswith("ft:"):  # fine-tuned: a real name has the base model's date and an id
+            model_id = {"ft:gpt-4o": "ft:gpt-4o-2024-08-06:acme::abc1", "ft:gpt-4o-mini": "ft:gpt-4o-mini-2024-07-18:acme::x"}.get(
+                model_id, model_id)
+        client = LLMClient(FunctionLLM(lambda request: {"title": "x"}, model_name=f"{provider}/{model_id}"))
+        usage = (await client.generate("hello", output=Title)).usage
+        if usage.cost_usd is None or not usage.cost_source:
+            unknown.append(f"{provider}/{model_id}")
+    assert unknown == []
+    # The newest models the old hand-kept table lacked, and the docs' ones, by their public names.
+    for name in ("openai/gpt-5", "openai/gpt-5.1", "anthropic/claude-sonnet-4-6", "anthropic/claude-opus-4-5-20251101",
+                 "google/gemini-2.5-flash", "google/gemini-2.5-pro", "google/gemini-3-pro-preview", "azure/gpt-4o"):
+        price, source = price_with_source(name)
+        assert price is not None and price.output_per_million > 0, name
+        assert source is not None and source.startswith("genai-prices 0.") and "bundled data" in source, (name, source)
+    assert "base tier" in (price_with_source("google/gemini-3-pro-preview")[1] or "")
+
+
+def test_every_price_names_its_source() -> None:
+    assert price_with_source("openai/gpt-4.1-mini-2025-04-14") == (MINI, f"stagehand_py override table of {PRICES_AS_OF}")
+    assert price_with_source("local/x.gguf")[1] == "free: a model on this machine"
+    assert price_with_source("openai/qwen", base_url="http://127.0.0.1:8080/v1")[1] == "free: a model on this machine"
+    assert price_with_source("openai/some-new-model") == (None, None)
+    # Google and Azure endpoints (or a proxy to them) are billed at list price whatever the base_url.
+    assert price_with_source("google/gemini-2.5-flash", base_url="https://proxy.example/gemini")[0] is not None
+    # Sums keep every source once: a run over two models says both.
+    a, b = Usage(cost_usd=1.0, cost_source="table"), Usage(cost_usd=2.0, cost_source="genai-prices")
+    assert (Usage() + a + a).cost_source == "table"
+    assert (a + b + a).cost_source == "table; genai-prices" and (a + b).cost_usd == 3.0
+
+
+def test_the_override_table_still_agrees_with_the_installed_catalogue() -> None:
+    """The overrides pin the default models' prices; a genai-prices release that disagrees makes
+    this fail, so someone checks the providers' pages and moves PRICES_AS_OF."""
+    from stagehand_py.llm import _pricing
+
+    for name, pinned in _pricing._TABLE.items():
+        provider = "anthropic" if name.startswith("claude") else "openai"
+        catalogue, source = _pricing._catalogue_price(name, provider)
+        assert catalogue == pinned, f"{name}: override {pinned} but {source} says {catalogue}"
+
+
+def test_prices_are_read_without_any_network_access() -> None:
+    """In a fresh interpreter with every socket connect refused and genai-prices' updater made to
+    fail if built, pricing and a costed call still work: the catalogue comes from the package."""
+    import subprocess
+    import sys
+
+    code = """
+import socket
+def refuse(*a, **k):
+    raise AssertionError("network access during pricing")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+import genai_prices.update_prices as up
+up.UpdatePrices.__init__ = refuse
+import asyncio
+from stagehand_py.llm import LLMClient, price_for
+from stagehand_py.testing import FunctionLLM
+assert price_for("google/gemini-2.5-flash").input_per_million > 0
+client = LLMClient(FunctionLLM(lambda r: "ok", model_name="anthropic/claude-haiku-4-5"))
+usage = asyncio.run(client.generate("hi")).usage
+assert usage.cost_usd is not None and usage.cost_usd > 0, usage
+print("priced offline:", usage.cost_source)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "priced offline: genai-prices" in done.stdout
 
 
 def test_local_is_free_and_unknown_is_none_not_zero() -> None:

@@ -48,3 +48,31 @@ def test_bad_files_are_typed_errors(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.json")
     path.write_text('{"model": "openai/x", "headless": true}', encoding="utf-8")
     assert load_config(path, model="anthropic/y", headless=None).model == "anthropic/y"
+
+
+def test_persistence_is_a_storage_state_or_a_profile_not_both(tmp_path: Path) -> None:
+    path = tmp_path / "server.json"
+    path.write_text('{"storage_state": "s.json", "user_data_dir": "profile"}', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="storage_state and user_data_dir exclude each other"):
+        load_config(path)
+    assert MCPServerConfig().browser_options() is None
+    # The first run has no state file: start empty, save there on close.
+    state = tmp_path / "state.json"
+    options = MCPServerConfig(storage_state=str(state)).browser_options()
+    assert options is not None and options.storage_state is None and options.save_storage_state_to == state
+    state.write_text('{"cookies": [], "origins": []}', encoding="utf-8")
+    options = MCPServerConfig(storage_state=str(state)).browser_options()
+    assert options is not None and options.storage_state == state
+
+
+def test_snapshot_pages_say_what_is_wrong() -> None:
+    from stagehand_py import InvalidArgumentError, Snapshot
+    from stagehand_py.mcp._snapshot_pages import snapshot_page
+
+    empty = snapshot_page(Snapshot(tree="", url="about:blank"), max_tokens=500)
+    assert "Page 1 of 1" in empty and "This is the last page." in empty
+    small = Snapshot(tree="[0-1] RootWebArea: x\n  [0-2] button: a", url="http://127.0.0.1/")
+    with pytest.raises(InvalidArgumentError, match="page 2 does not exist: the snapshot has 1 page"):
+        snapshot_page(small, max_tokens=500, page=2)
+    with pytest.raises(InvalidArgumentError, match="max_tokens must be a positive"):
+        snapshot_page(small, max_tokens=0)

@@ -20,7 +20,7 @@ from ..._prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from .._request import ANTHROPIC_COMPUTER_BETAS, ComputerTool, LLMRequest, ModelResponse
 from .._usage import Usage
-from ._common import HTTPProviderModel, malformed_response_error, unsupported_tool_error
+from ._common import HTTPProviderModel, add_turn, malformed_response_error, unsupported_tool_error
 
 __all__ = ["AnthropicModel"]
 
@@ -147,10 +147,7 @@ def to_anthropic_messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]
     out: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if out and out[-1]["role"] == role:  # the API wants alternating turns: merge
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
+        add_turn(out, role, blocks)
 
     for message in request.messages:
         if isinstance(message, SystemMessage):

@@ -34,8 +34,10 @@ __all__ = [
     "timeout_error",
     "malformed_response_error",
     "env_var_for",
+    "key_env_vars",
     "own_error",
     "unsupported_tool_error",
+    "add_turn",
 ]
 
 _ADVICE: dict[type[ProviderError], str] = {
@@ -47,8 +49,22 @@ _ADVICE: dict[type[ProviderError], str] = {
 }
 
 
+#: The environment variables a provider's key is read from, in order (the first one is named in messages).
+_KEY_ENV_VARS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    # Google's SDK reads both names; GEMINI_API_KEY is the one its docs lead with.
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "azure": ("AZURE_OPENAI_API_KEY",),
+}
+
+
 def env_var_for(provider: str) -> str:
-    return {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider, f"{provider.upper()}_API_KEY")
+    return key_env_vars(provider)[0]
+
+
+def key_env_vars(provider: str) -> tuple[str, ...]:
+    return _KEY_ENV_VARS.get(provider, (f"{provider.upper()}_API_KEY",))
 
 
 def _class_for(status: int) -> type[ProviderError]:
@@ -75,9 +91,11 @@ def _detail(body: Any, fallback: str) -> str:
     return fallback
 
 
-def status_error(*, provider: str, model: str, status: int, body: Any, fallback: str) -> ProviderError:
-    """The error for an HTTP error answer, with the provider's own words and what to do."""
-    cls = _class_for(status)
+def status_error(*, provider: str, model: str, status: int, body: Any, fallback: str,
+                 kind: type[ProviderError] | None = None) -> ProviderError:
+    """The error for an HTTP error answer, with the provider's own words and what to do
+    (``kind`` when the body says more than the status, e.g. Gemini's 400 for a bad key)."""
+    cls = kind or _class_for(status)
     advice = _ADVICE[cls].format(env=env_var_for(provider))
     message = f"{provider} model {model!r} answered HTTP {status}: {_detail(body, fallback)}. {advice}"
     return cls(message, provider=provider, model=model, status=status, body=body)
@@ -220,7 +238,8 @@ class HTTPProviderModel:
         """Close the SDK clients (and their connection pools) this adapter made."""
         clients, self._clients = self._clients, {}
         for client in clients.values():
-            await client.close()
+            close = getattr(client, "aclose", None) or client.close  # google-genai's async client: aclose()
+            await close()
 
     async def request(self, request: LLMRequest) -> ModelResponse:
         if not self.profile.supports_images and _has_images(request):
@@ -302,6 +321,15 @@ class HTTPProviderModel:
 
     def _parse(self, raw: Any, request: LLMRequest) -> ModelResponse:
         raise NotImplementedError
+
+
+def add_turn(turns: list[dict[str, Any]], role: str, items: list[dict[str, Any]], *, key: str = "content") -> None:
+    """Append a turn, merged into the last one when it has the same role: Anthropic's and
+    Gemini's APIs want the roles to alternate (tool results travel in user turns)."""
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(items)
+    else:
+        turns.append({"role": role, key: items})
 
 
 def openai_usage(raw: Any, *, prompt: str = "prompt", completion: str = "completion") -> Usage:

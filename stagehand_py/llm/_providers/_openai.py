@@ -44,8 +44,7 @@ class OpenAIChatModel(HTTPProviderModel):
         extra_system = prompted_json_instructions(schema) if schema is not None and mode == "prompted" else None
         params: dict[str, Any] = {"model": self.model_name, "messages": to_openai_messages(request, extra_system)}
         if request.max_output_tokens is not None:
-            key = "max_tokens" if self._base_url is not None else "max_completion_tokens"
-            params[key] = request.max_output_tokens
+            params[self._max_tokens_key()] = request.max_output_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if schema is not None and mode == "json_schema" and self.profile.response_format == "json_object":
@@ -67,6 +66,10 @@ class OpenAIChatModel(HTTPProviderModel):
             params["tools"] = [{"type": "function", "function": function}]
             params["tool_choice"] = {"type": "function", "function": {"name": request.output_name}}
         return params
+
+    def _max_tokens_key(self) -> str:
+        # OpenAI's own API names it max_completion_tokens; compatible servers know max_tokens.
+        return "max_tokens" if self._base_url is not None else "max_completion_tokens"
 
     async def _create(self, params: dict[str, Any]) -> Any:
         if "input" in params:  # built by responses_params
