@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigurationError
+from .._errors import BrowserError, ConfigurationError
 from .._logging import logger
 from ._browser import BatchBrowser, endpoint_kind, open_batch_browser
 from ._evidence import EvidenceStore
@@ -38,7 +38,9 @@ from ._runner import (
     lost_row,
     mark_running,
     plan_run,
+    record_cancelled,
     record_row,
+    unwritten_row,
     work_on_row,
 )
 from ._spec import Sample, TaskSpec
@@ -162,7 +164,12 @@ class _Pool:
 
     async def add(self, count: int) -> None:
         handles = [self.make() for _ in range(count)]
-        pids = await asyncio.gather(*(h.start.remote() for h in handles))
+        try:
+            pids = await asyncio.gather(*(h.start.remote() for h in handles))
+        except Exception as exc:  # Ray wraps the worker's error (a browser it could not open, a bad runner)
+            for handle in handles:
+                self.ray.kill(handle)
+            raise BrowserError(f"the Ray workers could not start their browsers: {_cause(exc)}") from exc
         self.workers += [_Worker(handle=h, pid=pid) for h, pid in zip(handles, pids, strict=True)]
 
     def free(self, capacity: int) -> _Worker | None:
@@ -183,6 +190,13 @@ class _Pool:
             logger.warning("ray engine: workers did not close their browsers within 30 s")
         for worker in self.workers:
             self.ray.kill(worker.handle)
+
+
+def _cause(exc: BaseException) -> str:
+    """The error a Ray task or actor raised, without Ray's wrapping (its traceback text)."""
+    cause = getattr(exc, "cause", None)
+    inner = cause if isinstance(cause, BaseException) else exc
+    return f"{type(inner).__name__}: {inner}".splitlines()[0]
 
 
 async def _outcome(ref: Any) -> RowOutcome:
@@ -241,6 +255,9 @@ async def run_batch_on_ray(
     try:
         await pool.add(options.workers)
         await _schedule(ray, pool, planned.todo, results, store=store, spec=spec, options=options, notify=notify, memory=memory)
+    except asyncio.CancelledError:
+        record_cancelled(store, planned.todo, results)
+        raise
     finally:
         await pool.close()
         ray.kill(keeper)
@@ -289,7 +306,14 @@ async def _schedule(
                         pending.appendleft(sample)
                         continue
                     row = lost_row(sample, attempt=attempt, error=f"the worker running this sample died {starts[sample.id]} times")
-                results[sample.id] = await record_row(store, sample, row, spec=spec, memory=memory)
+                except Exception as exc:  # the row's work failed outside what work_on_row catches: its error
+                    logger.warning("ray engine: %s came back as an error: %r", sample.id, exc)
+                    row = lost_row(sample, attempt=attempt, error=f"the worker could not run this sample: {type(exc).__name__}: {exc}")
+                try:
+                    results[sample.id] = await record_row(store, sample, row, spec=spec, memory=memory)
+                except Exception as exc:  # its evidence could not be written: the row still has its outcome
+                    logger.warning("ray engine: the evidence of %s could not be written: %r", sample.id, exc)
+                    results[sample.id] = unwritten_row(sample, attempt=attempt, exc=exc).result
                 notify(sample, results[sample.id]["status"])
     finally:
         for future in running:
