@@ -30,7 +30,16 @@ from ._runner import (
     new_run_dir,
     run_batch,
 )
-from ._spec import Discovery, Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
+from ._spec import (
+    Discovery,
+    Sample,
+    TaskSpec,
+    load_spec,
+    sample_from_url,
+    samples_from_csv,
+    samples_from_file,
+    samples_from_json,
+)
 
 __all__ = [
     "TaskSpec",
@@ -38,6 +47,8 @@ __all__ = [
     "Sample",
     "load_spec",
     "samples_from_csv",
+    "samples_from_json",
+    "samples_from_file",
     "sample_from_url",
     "discover_samples",
     "SampleContext",
