@@ -16,7 +16,7 @@ from ._discovery import discover_samples
 from ._evidence import EvidenceStore, SampleEvidence, safe_component
 from ._factory import RunnerFactory
 from ._memory import MemoryNote, RunMemory
-from ._ray_engine import RayOptions, run_batch_on_ray  # imports Ray only when a run starts on it
+from ._ray_engine import RayOptions, RayStartError, run_batch_on_ray  # imports Ray only when a run starts on it
 from ._report import write_combined_csv, write_report_html, write_reports
 from ._runner import (
     STATUSES,
@@ -68,6 +68,7 @@ __all__ = [
     "run_batch",
     "RunnerFactory",
     "RayOptions",
+    "RayStartError",
     "run_batch_on_ray",
     "write_reports",
     "write_combined_csv",
