@@ -200,7 +200,7 @@ class SampleEvidence:
         with self._lock:
             number = len(self.screenshots) + 1
             label = safe_component(name, limit=60, fallback="screenshot")
-            filename = f"{number:03d}_{label}.png"
+            filename = self._free_name(f"{number:03d}_{label}.png")
             record = {"file": filename, "name": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "step": step}
             self.files[filename] = bytes(data)
             self.screenshots.append(record)
@@ -213,14 +213,18 @@ class SampleEvidence:
         """Keep ``data`` as ``filename`` (made safe, shortened keeping its extension, inside the
         row's subfolder ``folder`` if given) under a name no other file of the row has: a taken
         name gets ``_2``, ``_3``... before its extension. Returns the name it got (``folder/name``)."""
-        name = safe_filename(filename)
         prefix = f"{safe_component(folder, fallback='files')}/" if folder else ""
-        stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
         with self._lock:
-            taken, n = f"{prefix}{name}", 2
-            while taken in self.files or taken in _RESERVED_FILES:
-                taken, n = f"{prefix}{stem}_{n}{dot}{suffix}", n + 1
-            self.files[taken] = bytes(data)
+            name = self._free_name(prefix + safe_filename(filename))
+            self.files[name] = bytes(data)
+        return name
+
+    def _free_name(self, name: str) -> str:
+        """``name``, or ``<stem>_2.<ext>``, ``_3``... if a file of the row (or the run's own) has it."""
+        stem, dot, suffix = name.rpartition(".") if "." in name.rsplit("/", 1)[-1] else (name, "", "")
+        taken, n = name, 2
+        while taken in self.files or taken in _RESERVED_FILES:
+            taken, n = f"{stem}_{n}{dot}{suffix}", n + 1
         return taken
 
     def write_to(self, store: EvidenceStore) -> None:

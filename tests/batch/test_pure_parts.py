@@ -125,6 +125,11 @@ def test_kept_files_never_share_a_name_and_keep_their_extension(tmp_path: Path) 
              for name in ("report 1.txt", "report_1.txt", "report?1.txt", "x" * 300 + ".tar.gz", "x" * 300 + ".tar.gz")]
     assert names[:3] == ["downloads/report_1.txt", "downloads/report_1_2.txt", "downloads/report_1_3.txt"]
     assert names[3] == "downloads/" + "x" * 117 + ".gz" and names[4] == "downloads/" + "x" * 117 + "_2.gz"
+    # A screenshot never takes the name of a file kept before it.
+    evidence.add_file("001_page.png", b"not a screenshot")
+    assert evidence.add_screenshot(b"shot", name="page")["file"] == "001_page_2.png"
     evidence.write_to(EvidenceStore(tmp_path))
+    assert (tmp_path / "row" / "001_page.png").read_bytes() == b"not a screenshot"
+    assert (tmp_path / "row" / "001_page_2.png").read_bytes() == b"shot"
     for name, original in zip(names, ("report 1.txt", "report_1.txt", "report?1.txt", "x" * 300 + ".tar.gz", "x" * 300 + ".tar.gz"), strict=True):
         assert (tmp_path / "row" / name).read_bytes() == original.encode()
