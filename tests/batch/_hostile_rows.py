@@ -140,7 +140,8 @@ def make_runner(*, model: Any = None) -> Any:
 
 def run_cli(folder: Path, *extra: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """``stagehand-py run`` on the rows in ``folder`` (evidence in ``folder/evidence``)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "PYTHONPATH": f"{ROOT}:{HERE}:{HERE.parent}"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "PYTHONPATH": f"{ROOT}:{HERE}:{HERE.parent}",
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # a Ray cluster it starts binds to 127.0.0.1 only
     return subprocess.run(
         [sys.executable, "-m", "stagehand_py.batch._cli", "run", "--task", "task.json", "--samples", "rows.csv",
          "--runner", "_hostile_rows:make_runner", "--rate-limit", "0", "--concurrency", "3", "--no-progress", *extra],

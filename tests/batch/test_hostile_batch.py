@@ -27,9 +27,14 @@ def hostile_site(server):
         yield server
 
 
-def test_twenty_hostile_rows_end_in_twenty_recorded_outcomes(hostile_site, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", [
+    pytest.param([], id="local"),
+    # The Ray engine starts a one-node cluster of its own (tens of seconds on two loaded cores).
+    pytest.param(["--engine", "ray", "--workers", "2"], id="ray"),
+])
+def test_twenty_hostile_rows_end_in_twenty_recorded_outcomes(hostile_site, tmp_path: Path, engine: list[str]) -> None:
     write_inputs(tmp_path, hostile_site)
-    done = run_cli(tmp_path)
+    done = run_cli(tmp_path, *engine)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "done 15  partial_success 0  failed 5  needs_review 0" in done.stdout, done.stdout
