@@ -25,7 +25,7 @@ from .browser._cdp import PageTargets
 from .browser._options import BrowserOptions
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
-from .browser._tabs import Tabs
+from .browser._tabs import DownloadFailure, Tabs
 from .llm import LanguageModel, LLMClient, Metrics, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
 from .llm._policy import ModelChoice, default_model, token_budget_for
 from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
@@ -316,6 +316,17 @@ class Stagehand:
     def downloads(self) -> list[SavedDownload]:
         """Every file the tracked tabs downloaded so far (path, suggested name, size, SHA-256)."""
         return list(self._tabs.downloads)
+
+    @property
+    def failed_downloads(self) -> list[DownloadFailure]:
+        """Downloads the tracked tabs started that could not be saved: name, URL and why."""
+        return list(self._tabs.failed_downloads)
+
+    async def finish_downloads(self, timeout: float = DOWNLOAD_WAIT) -> list[SavedDownload]:
+        """Wait up to ``timeout`` seconds for the downloads still saving; one still unsaved then is
+        stopped and listed in :attr:`failed_downloads`. Returns :attr:`downloads`."""
+        await self._tabs.finish_downloads(timeout)
+        return self.downloads
 
     async def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The browser context's cookies and local storage, written to ``path`` (mode 0600) when given.

@@ -16,7 +16,7 @@ from ._discovery import discover_samples
 from ._evidence import EvidenceStore, SampleEvidence, safe_component
 from ._factory import RunnerFactory
 from ._memory import MemoryNote, RunMemory
-from ._ray_engine import RayOptions, run_batch_on_ray  # imports Ray only when a run starts on it
+from ._ray_engine import RayOptions, RayStartError, run_batch_on_ray  # imports Ray only when a run starts on it
 from ._report import write_combined_csv, write_report_html, write_reports
 from ._runner import (
     STATUSES,
@@ -30,7 +30,16 @@ from ._runner import (
     new_run_dir,
     run_batch,
 )
-from ._spec import Discovery, Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
+from ._spec import (
+    Discovery,
+    Sample,
+    TaskSpec,
+    load_spec,
+    sample_from_url,
+    samples_from_csv,
+    samples_from_file,
+    samples_from_json,
+)
 
 __all__ = [
     "TaskSpec",
@@ -38,6 +47,8 @@ __all__ = [
     "Sample",
     "load_spec",
     "samples_from_csv",
+    "samples_from_json",
+    "samples_from_file",
     "sample_from_url",
     "discover_samples",
     "SampleContext",
@@ -57,6 +68,7 @@ __all__ = [
     "run_batch",
     "RunnerFactory",
     "RayOptions",
+    "RayStartError",
     "run_batch_on_ray",
     "write_reports",
     "write_combined_csv",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,6 @@ from pydantic import BaseModel
 
 from .._prompts.batch import SAVE_SCREENSHOT_DESCRIPTION, sample_instruction
 from .._stagehand import Stagehand
-from .._types import SavedDownload
 from ._runner import SampleContext, SampleOutcome, SampleRunner
 
 __all__ = ["make_agent_runner"]
@@ -46,6 +48,7 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
         # Downloads land in a scratch folder on the machine that runs the row; their bytes join the
         # sample's evidence (written once, by whoever records the row) and result.json lists them.
         scratch = tempfile.TemporaryDirectory(prefix="stagehand-downloads-")
+        deadline = time.monotonic() + spec.max_time - 1.0  # the row's hard limit, less a second to keep the files
         sh = Stagehand(ctx.page, model=model, downloads_dir=scratch.name)
         try:
             response = await ctx.page.goto(ctx.sample.url)
@@ -62,8 +65,11 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
             result = await agent.execute(instruction, max_steps=spec.max_steps, output=spec.output_schema,
                                          timeout=_agent_timeout(spec.max_time))
         finally:
+            # Every download the row started is kept or listed as failed, never dropped: wait for the
+            # ones still saving (within what is left of the row's time), then copy them into evidence.
+            await sh.finish_downloads(max(0.5, deadline - time.monotonic()))
             await sh.close()
-            downloads = [_keep_download(ctx, saved) for saved in sh.downloads]
+            downloads, failures = _keep_downloads(ctx, sh)
             scratch.cleanup()
         ctx.action_log.extend(step.model_dump(mode="json") for step in result.steps)
         for shot in result.evidence.screenshots:
@@ -75,13 +81,25 @@ def make_agent_runner(*, model: Any = None, **agent_options: Any) -> SampleRunne
         return SampleOutcome(
             status=result.status, data=data, error=None if result.status == "done" else result.message,
             usage=result.usage.model_dump(mode="json"),
-            extra={"downloads": downloads} if downloads else {},
+            extra={**({"downloads": downloads} if downloads else {}), **({"download_failures": failures} if failures else {})},
         )
 
     return run
 
 
-def _keep_download(ctx: SampleContext, saved: SavedDownload) -> dict[str, Any]:
-    """A download's bytes into the sample's evidence; its record names the evidence file."""
-    file = ctx.evidence.add_file(f"download_{saved.suggested_filename}", Path(saved.path).read_bytes())
-    return {**saved.model_dump(mode="json", exclude={"path"}), "file": file}
+def _keep_downloads(ctx: SampleContext, sh: Stagehand) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every saved download's bytes into the row's ``downloads/`` evidence folder under a name of
+    its own, hashed from the bytes kept; with the downloads that could not be saved or kept."""
+    kept: list[dict[str, Any]] = []
+    failures = [asdict(failure) for failure in sh.failed_downloads]
+    for saved in sh.downloads:
+        try:
+            data = Path(saved.path).read_bytes()
+        except OSError as exc:
+            failures.append({"suggested_filename": saved.suggested_filename, "url": saved.url,
+                             "error": f"saved but could not be read back: {exc}"})
+            continue
+        file = ctx.evidence.add_file(saved.suggested_filename, data, folder="downloads")
+        kept.append({**saved.model_dump(mode="json", exclude={"path", "sha256", "size"}), "file": file,
+                     "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    return kept, failures

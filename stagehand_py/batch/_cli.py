@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._errors import StagehandError
+from .._errors import ConfigurationError, StagehandError
 from ..llm import LLMClient
 from ..llm._policy import default_model
 from ._evidence import EvidenceStore
@@ -27,13 +28,15 @@ from ._factory import DEFAULT_RUNNER, RunnerFactory
 from ._memory import RunMemory
 from ._planner import plan_task, save_plan
 from ._report import write_reports
-from ._runner import STATUSES, BatchResult, new_run_dir, run_batch
-from ._spec import Sample, TaskSpec, load_spec, sample_from_url, samples_from_csv
+from ._runner import CANCELLED, STATUSES, BatchResult, new_run_dir, recorded_results, run_batch
+from ._spec import DEFAULT_MAX_CELL_CHARS, Sample, TaskSpec, load_spec, sample_from_url, samples_from_file
 
 if TYPE_CHECKING:
     from ._ray_engine import RayOptions
 
 __all__ = ["main", "build_parser"]
+
+_T = TypeVar("_T")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,8 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--prompt", help="the task in plain English instead of --task: a model plans the task spec and "
                      "the samples (saved as generated_task_spec.json in the run folder)")
     source = run.add_mutually_exclusive_group()
-    source.add_argument("--samples", type=Path, help="CSV with a url column (and optionally id)")
+    source.add_argument("--samples", type=Path, help="CSV with a url column (and optionally id), or a .json array / "
+                        ".jsonl file of objects with the same keys")
     source.add_argument("--url", action="append", help="one sample URL (repeatable)")
+    run.add_argument("--max-cell-size", type=int, default=DEFAULT_MAX_CELL_CHARS, metavar="CHARS",
+                     help="the largest cell of --samples; a row with a bigger one is recorded as that row's error "
+                     f"(default: {DEFAULT_MAX_CELL_CHARS:,})")
     run.add_argument("--evidence-dir", default="evidence",
                      help="where run_<timestamp>/ goes: a folder or an fsspec URL such as s3://bucket/evidence (default: evidence)")
     run.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
@@ -168,7 +175,18 @@ class _Progress:
             self._bar.update(self._task, completed=finished, counts=text)
 
 
-async def _run(args: argparse.Namespace) -> BatchResult:
+def _stored(run_dir: EvidenceStore, read: Callable[[], _T]) -> _T:
+    """A part of the stored ``run.json``, or a typed error when the file was damaged or edited."""
+    try:
+        return read()
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise ConfigurationError(f"--resume {run_dir}: its run.json is damaged ({type(exc).__name__}: {exc}); "
+                                 "start a new run with --task and --samples") from exc
+
+
+async def _run(args: argparse.Namespace) -> tuple[BatchResult, bool]:
+    """The run; ``True`` with it when the user interrupted it (the rows it stopped are recorded
+    as cancelled, and the reports written all the same)."""
     from ._browser import open_batch_browser
     from ._discovery import discover_samples
 
@@ -186,7 +204,7 @@ async def _run(args: argparse.Namespace) -> BatchResult:
     elif args.task is not None:
         spec = load_spec(args.task)
     elif stored is not None:
-        spec = TaskSpec.model_validate(stored["spec"])
+        spec = _stored(run_dir, lambda: TaskSpec.model_validate(stored["spec"]))
     else:
         raise SystemExit("--task or --prompt is required (except with --resume)")
     factory = RunnerFactory(args.runner, model=args.model, options=_agent_options(args))
@@ -195,11 +213,11 @@ async def _run(args: argparse.Namespace) -> BatchResult:
         memory = RunMemory(run_dir, client=_model_client(args.memory_model or args.model))
     samples: list[Sample] | None = None
     if args.samples is not None:
-        samples = samples_from_csv(args.samples)
+        samples = samples_from_file(args.samples, max_cell_chars=args.max_cell_size)
     elif args.url:
         samples = [sample_from_url(u) for u in args.url]
     elif stored is not None:
-        samples = [Sample.model_validate(s) for s in stored["samples"]]
+        samples = _stored(run_dir, lambda: [Sample.model_validate(s) for s in stored["samples"]])
     elif planned:
         samples = planned
     elif spec.discovery is None:
@@ -216,29 +234,34 @@ async def _run(args: argparse.Namespace) -> BatchResult:
         if not samples:
             raise SystemExit("no samples found")
         print(f"run folder: {run_dir}  ({len(samples)} samples{', resuming' if resuming else ''})", flush=True)
+        interrupted = False
         with _Progress(len(samples), enabled=not args.no_progress) as progress:
-            if ray_options is not None:
-                from ._ray_engine import run_batch_on_ray
+            try:
+                if ray_options is not None:
+                    from ._ray_engine import run_batch_on_ray
 
-                if browser is not None:  # discovery is done: free it before the workers start theirs
-                    await browser.close()
-                    browser = None
-                result = await run_batch_on_ray(
-                    samples, spec=spec, runner=factory, run_dir=run_dir, options=ray_options, rate_limit=args.rate_limit,
-                    resume=resuming, on_status=progress.update, memory=memory,
-                )
-            else:
-                assert browser is not None
-                result = await run_batch(
-                    samples, spec=spec, runner=factory.build(), browser=browser.browser, run_dir=run_dir,
-                    concurrency=args.concurrency, rate_limit=args.rate_limit, resume=resuming, on_status=progress.update,
-                    memory=memory,
-                )
+                    if browser is not None:  # discovery is done: free it before the workers start theirs
+                        await browser.close()
+                        browser = None
+                    result = await run_batch_on_ray(
+                        samples, spec=spec, runner=factory, run_dir=run_dir, options=ray_options, rate_limit=args.rate_limit,
+                        resume=resuming, on_status=progress.update, memory=memory,
+                    )
+                else:
+                    assert browser is not None
+                    result = await run_batch(
+                        samples, spec=spec, runner=factory.build(), browser=browser.browser, run_dir=run_dir,
+                        concurrency=args.concurrency, rate_limit=args.rate_limit, resume=resuming, on_status=progress.update,
+                        memory=memory,
+                    )
+            except asyncio.CancelledError:  # Ctrl-C: the engine recorded every unfinished row as cancelled
+                interrupted = True
+                result = BatchResult(store=run_dir, results=recorded_results(run_dir, samples), skipped=[])
     finally:
         if browser is not None:
             await browser.close()
     write_reports(run_dir, result.results, title=f"{spec.goal[:80]} — {run_dir.name}")
-    return result
+    return result, interrupted
 
 
 def _ray_options(args: argparse.Namespace) -> RayOptions | None:
@@ -266,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         print("--concurrency must be at least 1", file=sys.stderr)
         return 2
     try:
-        result = asyncio.run(_run(args))
-    except KeyboardInterrupt:
+        result, interrupted = asyncio.run(_run(args))
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before the rows started
         print("\ninterrupted: completed samples are kept; continue with `stagehand-py run --resume`", file=sys.stderr)
         return 130
     except StagehandError as exc:
@@ -276,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     counts = result.counts
     print("  ".join(f"{k} {v}" for k, v in counts.items()) + (f"  (skipped, already complete: {len(result.skipped)})" if result.skipped else ""))
     print(f"combined: {result.store.path_of('combined.csv')}\nreport:   {result.store.path_of('report.html')}")
+    if interrupted:
+        print(f"\ninterrupted: {sum(counts.values()) - counts.get(CANCELLED, 0)} finished samples are kept and "
+              f"{counts.get(CANCELLED, 0)} are recorded as cancelled; continue with "
+              f"`stagehand-py run --resume {result.store}`", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -21,6 +21,7 @@ from .._util import write_json_atomic as atomic_write_json
 
 __all__ = [
     "safe_component",
+    "safe_filename",
     "atomic_write_bytes",
     "atomic_write_json",
     "EvidenceStore",
@@ -43,6 +44,20 @@ def safe_component(text: str, *, limit: int = 100, fallback: str = "item") -> st
     if not cleaned or cleaned.lower().split(".")[0] in _WINDOWS_RESERVED:
         cleaned = f"{fallback}_{cleaned}" if cleaned else fallback
     return cleaned
+
+
+def safe_filename(text: str, *, limit: int = 120, fallback: str = "file") -> str:
+    """A file name made from untrusted text, as :func:`safe_component`, at most ``limit`` characters,
+    keeping its extension when it is shortened (a 300-character ``....pdf`` stays a ``.pdf``)."""
+    stem, dot, suffix = text.rpartition(".")
+    suffix = _UNSAFE.sub("_", suffix).strip("._-")
+    if not dot or not stem.strip() or not suffix or len(suffix) > 16:
+        return safe_component(text, limit=limit, fallback=fallback)
+    return f"{safe_component(stem, limit=limit - len(suffix) - 1, fallback=fallback)}.{suffix}"
+
+
+#: The files the run writes into every row's folder itself: no kept file may take their names.
+_RESERVED_FILES = frozenset({"result.json", "action_log.json", "checkpoint.json"})
 
 
 def _inside(root: Path, path: Path) -> Path:
@@ -185,7 +200,7 @@ class SampleEvidence:
         with self._lock:
             number = len(self.screenshots) + 1
             label = safe_component(name, limit=60, fallback="screenshot")
-            filename = f"{number:03d}_{label}.png"
+            filename = self._free_name(f"{number:03d}_{label}.png")
             record = {"file": filename, "name": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "step": step}
             self.files[filename] = bytes(data)
             self.screenshots.append(record)
@@ -194,12 +209,23 @@ class SampleEvidence:
     def add_json(self, filename: str, data: Any) -> str:
         return self.add_file(filename, _json_bytes(data))
 
-    def add_file(self, filename: str, data: bytes) -> str:
-        """Keep ``data`` as ``filename`` (made safe; the name it got is returned)."""
-        name = safe_component(filename, fallback="file")
+    def add_file(self, filename: str, data: bytes, *, folder: str = "") -> str:
+        """Keep ``data`` as ``filename`` (made safe, shortened keeping its extension, inside the
+        row's subfolder ``folder`` if given) under a name no other file of the row has: a taken
+        name gets ``_2``, ``_3``... before its extension. Returns the name it got (``folder/name``)."""
+        prefix = f"{safe_component(folder, fallback='files')}/" if folder else ""
         with self._lock:
+            name = self._free_name(prefix + safe_filename(filename))
             self.files[name] = bytes(data)
         return name
+
+    def _free_name(self, name: str) -> str:
+        """``name``, or ``<stem>_2.<ext>``, ``_3``... if a file of the row (or the run's own) has it."""
+        stem, dot, suffix = name.rpartition(".") if "." in name.rsplit("/", 1)[-1] else (name, "", "")
+        taken, n = name, 2
+        while taken in self.files or taken in _RESERVED_FILES:
+            taken, n = f"{stem}_{n}{dot}{suffix}", n + 1
+        return taken
 
     def write_to(self, store: EvidenceStore) -> None:
         """Write every file into ``store/<folder>/``."""

@@ -17,15 +17,17 @@ Who does what:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import signal
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigurationError
+from .._errors import BrowserError, ConfigurationError
 from .._logging import logger
 from ._browser import BatchBrowser, endpoint_kind, open_batch_browser
 from ._evidence import EvidenceStore
@@ -38,12 +40,14 @@ from ._runner import (
     lost_row,
     mark_running,
     plan_run,
+    record_cancelled,
     record_row,
+    unwritten_row,
     work_on_row,
 )
 from ._spec import Sample, TaskSpec
 
-__all__ = ["RayOptions", "run_batch_on_ray", "check_address"]
+__all__ = ["RayOptions", "RayStartError", "run_batch_on_ray", "check_address"]
 
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.-]+:\d{1,5}$")
 
@@ -87,14 +91,89 @@ class RayOptions:
     max_attempts: int = 3
     runtime_env: dict[str, Any] | None = None
     num_cpus: int | None = None  # for a cluster started here; Ray's default is every core
+    #: Tries at starting a one-node cluster here: each is bounded by Ray's own raylet start limit
+    #: (30 s, fixed in Ray 2.60), which a loaded machine can miss.
+    start_attempts: int = 3
+    #: Seconds Ray waits for the GCS of a cluster started here (RAY_gcs_server_port_wait_time_s,
+    #: unless set in the environment; Ray's default is 30).
+    gcs_wait: int = 120
 
     def check(self) -> None:
         check_address(self.address)
         if self.browser_endpoint is not None:
             endpoint_kind(self.browser_endpoint)
-        for name in ("workers", "contexts_per_worker", "max_attempts"):
+        for name in ("workers", "contexts_per_worker", "max_attempts", "start_attempts", "gcs_wait"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+class RayStartError(ConfigurationError):
+    """The one-node Ray cluster this run starts did not come up (its raylet missed Ray's start
+    limit every time: a machine too loaded to start it)."""
+
+
+#: What Ray 2.60 raises (a bare Exception) when the raylet misses its start limit.
+_RAYLET_TIMEOUT = "timed out during startup"
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (Linux: from /proc; elsewhere none are known)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo += children.get(child, [])
+    return found
+
+
+def _stop_processes(pids: list[int]) -> None:
+    """Kill processes a failed start left (a raylet that never registered, its GCS, its agents)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def _init_ray(ray: Any, init: dict[str, Any], options: RayOptions) -> None:
+    """``ray.init`` with typed errors. Starting a cluster here, a raylet that misses Ray's start
+    limit (a loaded machine) gets ``options.start_attempts`` tries; what each failed try started is
+    stopped before the next, and the last failure is a :class:`RayStartError` saying what to do."""
+    where = options.address or "a new local one"
+    attempts = options.start_attempts if options.address is None else 1
+    gcs_wait_set = "RAY_gcs_server_port_wait_time_s" in os.environ
+    if options.address is None and not gcs_wait_set:
+        os.environ["RAY_gcs_server_port_wait_time_s"] = str(options.gcs_wait)
+    try:
+        for attempt in range(1, attempts + 1):
+            before = set(_descendants(os.getpid()))
+            try:
+                await asyncio.to_thread(ray.init, **init)
+                return
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigurationError(f"cannot join the Ray cluster at {where}: {exc}") from exc
+            except Exception as exc:  # Ray's own bare Exception for a raylet that missed its start limit
+                if _RAYLET_TIMEOUT not in str(exc):
+                    raise ConfigurationError(f"cannot start or join the Ray cluster at {where}: {exc}") from exc
+                _stop_processes([pid for pid in _descendants(os.getpid()) if pid not in before])
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                if attempt == attempts:
+                    raise RayStartError(
+                        f"the local Ray node did not start: its raylet missed Ray's 30 s start limit {attempts} "
+                        "time(s) (the machine is too loaded). Try again when it is quieter, start a cluster yourself "
+                        "(`ray start --head`) and pass --address auto, or run with --engine local."
+                    ) from exc
+                logger.warning("ray engine: the local Ray node did not start in time (try %d of %d); trying again",
+                               attempt, attempts)
+    finally:
+        if options.address is None and not gcs_wait_set:
+            os.environ.pop("RAY_gcs_server_port_wait_time_s", None)
 
 
 class _RateKeeper:
@@ -162,7 +241,12 @@ class _Pool:
 
     async def add(self, count: int) -> None:
         handles = [self.make() for _ in range(count)]
-        pids = await asyncio.gather(*(h.start.remote() for h in handles))
+        try:
+            pids = await asyncio.gather(*(h.start.remote() for h in handles))
+        except Exception as exc:  # Ray wraps the worker's error (a browser it could not open, a bad runner)
+            for handle in handles:
+                self.ray.kill(handle)
+            raise BrowserError(f"the Ray workers could not start their browsers: {_cause(exc)}") from exc
         self.workers += [_Worker(handle=h, pid=pid) for h, pid in zip(handles, pids, strict=True)]
 
     def free(self, capacity: int) -> _Worker | None:
@@ -183,6 +267,13 @@ class _Pool:
             logger.warning("ray engine: workers did not close their browsers within 30 s")
         for worker in self.workers:
             self.ray.kill(worker.handle)
+
+
+def _cause(exc: BaseException) -> str:
+    """The error a Ray task or actor raised, without Ray's wrapping (its traceback text)."""
+    cause = getattr(exc, "cause", None)
+    inner = cause if isinstance(cause, BaseException) else exc
+    return f"{type(inner).__name__}: {inner}".splitlines()[0]
 
 
 async def _outcome(ref: Any) -> RowOutcome:
@@ -229,10 +320,7 @@ async def run_batch_on_ray(
             init.update(_node_ip_address="127.0.0.1", num_cpus=options.num_cpus)
         else:
             init["address"] = options.address
-        try:
-            await asyncio.to_thread(ray.init, **init)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise ConfigurationError(f"cannot join the Ray cluster at {options.address or 'a new local one'}: {exc}") from exc
+        await _init_ray(ray, init, options)
     keeper = ray.remote(_RateKeeper).options(num_cpus=0).remote(rate_limit)
     worker_class = ray.remote(_BrowserWorker).options(num_cpus=options.worker_cpus, max_concurrency=options.contexts_per_worker)
     spec_json = spec.model_dump(mode="json")
@@ -241,6 +329,9 @@ async def run_batch_on_ray(
     try:
         await pool.add(options.workers)
         await _schedule(ray, pool, planned.todo, results, store=store, spec=spec, options=options, notify=notify, memory=memory)
+    except asyncio.CancelledError:
+        record_cancelled(store, planned.todo, results)
+        raise
     finally:
         await pool.close()
         ray.kill(keeper)
@@ -289,7 +380,14 @@ async def _schedule(
                         pending.appendleft(sample)
                         continue
                     row = lost_row(sample, attempt=attempt, error=f"the worker running this sample died {starts[sample.id]} times")
-                results[sample.id] = await record_row(store, sample, row, spec=spec, memory=memory)
+                except Exception as exc:  # the row's work failed outside what work_on_row catches: its error
+                    logger.warning("ray engine: %s came back as an error: %r", sample.id, exc)
+                    row = lost_row(sample, attempt=attempt, error=f"the worker could not run this sample: {type(exc).__name__}: {exc}")
+                try:
+                    results[sample.id] = await record_row(store, sample, row, spec=spec, memory=memory)
+                except Exception as exc:  # its evidence could not be written: the row still has its outcome
+                    logger.warning("ray engine: the evidence of %s could not be written: %r", sample.id, exc)
+                    results[sample.id] = unwritten_row(sample, attempt=attempt, exc=exc).result
                 notify(sample, results[sample.id]["status"])
     finally:
         for future in running:

@@ -9,6 +9,7 @@ agent (see :mod:`stagehand_py.batch._agent_runner`); tests and special jobs pass
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,16 +36,23 @@ __all__ = [
     "plan_run",
     "work_on_row",
     "lost_row",
+    "unwritten_row",
     "mark_running",
     "record_row",
     "completed_result",
     "run_batch",
     "new_run_dir",
     "STATUSES",
+    "CANCELLED",
+    "record_cancelled",
+    "recorded_results",
 ]
 
 SampleStatus: TypeAlias = Literal["done", "partial_success", "failed", "needs_review"]
 STATUSES: tuple[SampleStatus, ...] = ("done", "partial_success", "failed", "needs_review")
+#: The status recorded for a row the user's interrupt (Ctrl-C) stopped or kept from starting;
+#: never a runner's answer, and never complete: ``--resume`` runs the row again.
+CANCELLED = "cancelled"
 
 
 @dataclass
@@ -233,20 +241,29 @@ async def work_on_row(
     ctx: SampleContext | None = None
     context = None
     try:
+        if sample.input_error is not None:  # a bad row of the samples file: recorded, never run
+            raise _RowError(sample.input_error)
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
         page = await context.new_page()
         ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence, memory_notes=list(memory_notes))
         # The host's turn is taken last, right before the runner's first request: opening the
         # context takes a varying time, which would otherwise eat into the spacing.
         await limiter.wait(sample.url)
-        outcome = await asyncio.wait_for(runner(ctx), timeout=spec.max_time)
+        # The runner's own task: a runner cancelling "its" task cancels this one, never the row's.
+        outcome = await asyncio.wait_for(asyncio.ensure_future(_contained(runner(ctx))), timeout=spec.max_time)
+        if not isinstance(outcome, SampleOutcome):
+            raise TypeError(f"the sample runner returned {type(outcome).__name__}, not a SampleOutcome")
         if outcome.status not in STATUSES:
             raise ValueError(f"the sample runner returned status {outcome.status!r}, not one of {', '.join(STATUSES)}")
     except TimeoutError:
         outcome = SampleOutcome(status="failed", error=f"the sample took longer than max_time ({spec.max_time:g} s)")
-    except Exception as exc:  # one sample's failure never stops the batch
-        logger.warning("sample %s failed: %s: %s", sample.id, type(exc).__name__, exc)
-        outcome = SampleOutcome(status="failed", error=f"{type(exc).__name__}: {exc}")
+    except _RowError as exc:
+        outcome = SampleOutcome(status="failed", error=str(exc))
+    except BaseException as exc:  # one sample's failure never stops the batch; the user's interrupt does
+        if isinstance(exc, KeyboardInterrupt) or _cancelled_from_outside():
+            raise
+        logger.warning("sample %s failed: %s", sample.id, _describe(exc))
+        outcome = SampleOutcome(status="failed", error=_describe(exc))
     finally:
         if context is not None:
             try:
@@ -255,6 +272,8 @@ async def work_on_row(
                 logger.debug("closing the context of %s failed: %r", sample.id, exc)
     screenshots = list(evidence.screenshots)
     status, notes = judge(spec, outcome, screenshots)
+    notes += [f"download not saved: {failure.get('suggested_filename')!r} ({failure.get('error')})"
+              for failure in outcome.extra.get("download_failures", []) if isinstance(failure, dict)]
     result = {
         "sample_id": sample.id,
         "url": sample.url,
@@ -265,7 +284,8 @@ async def work_on_row(
         "error": outcome.error,
         "notes": notes,
         "screenshots": screenshots,
-        "hashes": {shot["file"]: shot["sha256"] for shot in screenshots},
+        # Every file kept for the row (screenshots, downloads), hashed from the bytes to be written.
+        "hashes": {name: hashlib.sha256(data).hexdigest() for name, data in evidence.files.items()},
         "usage": outcome.usage,
         "started_at": started_at,
         "finished_at": _now(),
@@ -277,6 +297,32 @@ async def work_on_row(
                       action_log=ctx.action_log if ctx is not None else [], files=dict(evidence.files))
 
 
+class _RowError(Exception):
+    """A row's error whose message is the whole story (a bad row of the samples file, naming the
+    file and line; a ``SystemExit`` the row's work raised)."""
+
+
+async def _contained(work: Awaitable[SampleOutcome]) -> SampleOutcome:
+    """The runner's work, with a ``SystemExit`` kept as the row's: asyncio lets that one out of a
+    task into the event loop, which would end the whole batch."""
+    try:
+        return await work
+    except SystemExit as exc:
+        raise _RowError(_describe(exc)) from exc
+
+
+def _cancelled_from_outside() -> bool:
+    """True when this task is being cancelled (the user's interrupt, the run stopping), as opposed
+    to a ``CancelledError`` that the row's own work raised, which is that row's error."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else f"{type(exc).__name__} (raised by the sample's work)"
+
+
 def lost_row(sample: Sample, *, attempt: int, error: str) -> RowOutcome:
     """The outcome of a row whose work never came back (its worker died each time it ran)."""
     now = _now()
@@ -286,6 +332,11 @@ def lost_row(sample: Sample, *, attempt: int, error: str) -> RowOutcome:
         "started_at": now, "finished_at": now, "duration_s": 0.0, "attempt": attempt,
     }
     return RowOutcome(sample_id=sample.id, folder=sample_folder(sample), result=result, action_log=[], files={})
+
+
+def unwritten_row(sample: Sample, *, attempt: int, exc: Exception) -> RowOutcome:
+    """The outcome of a row whose evidence could not be written (a full disk, a store refusing)."""
+    return lost_row(sample, attempt=attempt, error=f"its evidence could not be written: {type(exc).__name__}: {exc}")
 
 
 def mark_running(store: EvidenceStore, sample: Sample) -> int:
@@ -326,6 +377,39 @@ async def record_row(
         "attempt": row.result["attempt"], "finished_at": row.result["finished_at"],
     })
     return row.result
+
+
+def record_cancelled(store: EvidenceStore, samples: Sequence[Sample], results: dict[str, dict[str, Any]]) -> None:
+    """Record every row of ``samples`` that has no result yet as cancelled by the user: its
+    ``result.json`` says so, its checkpoint says ``cancelled`` (not complete, so ``--resume`` runs
+    it again) and keeps its attempt count. Rows already recorded are left as they are."""
+    for sample in samples:
+        if sample.id in results:
+            continue
+        stored = completed_result(store, sample)
+        if stored is not None:
+            results[sample.id] = stored
+            continue
+        folder = sample_folder(sample)
+        checkpoint = store.read_json(f"{folder}/checkpoint.json") or {}
+        attempt = int(checkpoint.get("attempt", 0))
+        row = lost_row(sample, attempt=attempt, error="cancelled by the user (interrupted) before it finished; "
+                       "--resume runs it again")
+        result = {**row.result, "status": CANCELLED, "reported_status": CANCELLED}
+        store.write_json(f"{folder}/result.json", result)
+        store.write_json(f"{folder}/checkpoint.json", {"sample_id": sample.id, "url": sample.url, "state": CANCELLED,
+                                                       "attempt": attempt, "finished_at": result["finished_at"]})
+        results[sample.id] = result
+
+
+def recorded_results(store: EvidenceStore, samples: Sequence[Sample]) -> dict[str, dict[str, Any]]:
+    """Every row's recorded result (complete or cancelled) from the run folder, by sample id."""
+    results: dict[str, dict[str, Any]] = {}
+    for sample in samples:
+        result = store.read_json(f"{sample_folder(sample)}/result.json")
+        if isinstance(result, dict) and result.get("status") in (*STATUSES, CANCELLED):
+            results[sample.id] = result
+    return results
 
 
 def completed_result(run_dir: Path | str | EvidenceStore, sample: Sample) -> dict[str, Any] | None:
@@ -418,21 +502,29 @@ async def run_batch(
     limiter = DomainRateLimiter(rate_limit)
     semaphore = asyncio.Semaphore(concurrency)
 
-    async def one(sample: Sample) -> dict[str, Any]:
+    async def one(sample: Sample) -> None:
         async with semaphore:
-            attempt = mark_running(store, sample)
-            notify(sample, "running")
-            notes = memory.relevant(spec, sample) if memory is not None else []
-            row = await work_on_row(sample, spec=spec, runner=runner, browser=browser, limiter=limiter,
-                                    attempt=attempt, memory_notes=notes)
-            result = await record_row(store, sample, row, spec=spec, memory=memory)
-            notify(sample, result["status"])
-            return result
+            attempt = 0
+            try:
+                attempt = mark_running(store, sample)
+                notify(sample, "running")
+                notes = memory.relevant(spec, sample) if memory is not None else []
+                row = await work_on_row(sample, spec=spec, runner=runner, browser=browser, limiter=limiter,
+                                        attempt=attempt, memory_notes=notes)
+                planned.results[sample.id] = await record_row(store, sample, row, spec=spec, memory=memory)
+            except Exception as exc:  # its evidence could not be written: the row still has its outcome
+                logger.warning("sample %s: its evidence could not be written: %r", sample.id, exc)
+                planned.results[sample.id] = unwritten_row(sample, attempt=attempt, exc=exc).result
+            notify(sample, planned.results[sample.id]["status"])
 
     tasks = [asyncio.create_task(one(s), name=f"sample {s.id}") for s in planned.todo]
     try:
-        for sample, outcome in zip(planned.todo, await asyncio.gather(*tasks), strict=True):
-            planned.results[sample.id] = outcome
+        # gather returns once every row is recorded; cancelled, it first cancels the rows in flight
+        # and waits for them to close their contexts.
+        await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        record_cancelled(store, planned.todo, planned.results)
+        raise
     finally:
         for task in tasks:
             task.cancel()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from pathlib import Path
@@ -14,7 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._errors import ConfigurationError
 from ._evidence import safe_component
 
-__all__ = ["Discovery", "TaskSpec", "Sample", "load_spec", "samples_from_csv", "sample_from_url", "sample_id_for_url"]
+__all__ = [
+    "Discovery", "TaskSpec", "Sample", "load_spec", "samples_from_csv", "samples_from_json", "samples_from_file",
+    "sample_from_url", "sample_id_for_url", "DEFAULT_MAX_CELL_CHARS",
+]
 
 
 class Discovery(BaseModel):
@@ -76,6 +80,8 @@ class Sample(BaseModel):
     id: str
     url: str
     data: dict[str, str] = Field(default_factory=dict)
+    #: Why the row cannot run (a bad row of the samples file), recorded as its error; else None.
+    input_error: str | None = None
 
 
 def load_spec(path: str | Path) -> TaskSpec:
@@ -103,29 +109,151 @@ def sample_from_url(url: str) -> Sample:
     return Sample(id=sample_id_for_url(url), url=url)
 
 
-def samples_from_csv(path: str | Path) -> list[Sample]:
-    """Samples from a CSV with a ``url`` column and optionally ``id`` / ``sample_id``; the other
-    columns are the sample's data (given to the agent as context). Ids are made safe and unique."""
-    path = Path(path)
+#: The largest cell (in characters) a samples file may hold by default; a bigger cell makes its
+#: row a per-row error (``--max-cell-size`` sets another bound).
+DEFAULT_MAX_CELL_CHARS = 1_000_000
+_ID_COLUMNS = ("id", "sample_id")
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    """The text of a samples file: UTF-8 (with or without a BOM) or UTF-16 with its BOM; else a
+    typed error naming the first line that is not UTF-8."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(f"{path} starts with a UTF-16 mark but is not valid UTF-16: {exc}") from exc
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.DictReader(handle))
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigurationError(
+            f"{path} line {line} is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}): save the file as "
+            "UTF-8 (in a spreadsheet: \"CSV UTF-8\") and run again."
+        ) from exc
+
+
+def _read_samples_file(path: Path) -> str:
+    try:
+        return _decode(path, path.read_bytes())
     except OSError as exc:
-        raise ConfigurationError(f"cannot read the samples CSV {path}: {exc}") from exc
-    if rows and "url" not in rows[0]:
-        raise ConfigurationError(f"the samples CSV {path} needs a 'url' column; it has {', '.join(rows[0])}.")
-    samples: list[Sample] = []
-    seen: set[str] = set()
-    for number, row in enumerate(rows, start=2):  # line 1 is the header
-        url = (row.get("url") or "").strip()
-        if not url:
-            raise ConfigurationError(f"{path} line {number}: the url is empty.")
-        given = (row.get("id") or row.get("sample_id") or "").strip()
-        base = safe_component(given) if given else sample_id_for_url(url)
+        raise ConfigurationError(f"cannot read the samples file {path}: {exc}") from exc
+
+
+class _SampleMaker:
+    """Turns records of a samples file into samples: safe unique ids, and a row that cannot run
+    (no url, cells that do not match the header, a cell over the size bound) kept as a sample
+    with ``input_error`` set, so the run records it as that row's error instead of stopping."""
+
+    def __init__(self, path: Path, max_cell_chars: int) -> None:
+        if max_cell_chars < 1:
+            raise ConfigurationError(f"the largest cell size must be at least 1 character, got {max_cell_chars}")
+        self.path, self.max_cell_chars = path, max_cell_chars
+        self.samples: list[Sample] = []
+        self._seen: set[str] = set()
+
+    def add(self, where: str, record: dict[str, str], problem: str | None = None) -> None:
+        """One record; ``where`` names it in the file (``line 7``, ``item 3``)."""
+        data, too_big = {}, []
+        for key, value in record.items():
+            if len(value) > self.max_cell_chars:
+                too_big.append(f"{key!r} ({len(value):,} characters)")
+            elif key not in ("url", *_ID_COLUMNS):
+                data[key] = value
+        url = record.get("url", "").strip() if len(record.get("url", "")) <= self.max_cell_chars else ""
+        if problem is None and too_big:
+            problem = (f"the cell {', '.join(too_big)} is over the largest cell size of {self.max_cell_chars:,} "
+                       "characters: shorten it, or raise the bound (--max-cell-size / max_cell_chars=)")
+        if problem is None and not url:
+            problem = "the url is empty"
+        given = next((record[c].strip() for c in _ID_COLUMNS if record.get(c, "").strip()), "")
+        given = given if len(given) <= self.max_cell_chars else ""
+        base = safe_component(given) if given else (sample_id_for_url(url) if url else safe_component(where))
         sample_id, n = base, 2
-        while sample_id in seen:
+        while sample_id in self._seen:
             sample_id, n = f"{base}_{n}", n + 1
-        seen.add(sample_id)
-        data = {k: v for k, v in row.items() if k not in ("url", "id", "sample_id") and k is not None}
-        samples.append(Sample(id=sample_id, url=url, data=data))
-    return samples
+        self._seen.add(sample_id)
+        error = f"{self.path} {where}: {problem}" if problem else None
+        self.samples.append(Sample(id=sample_id, url=url, data=data, input_error=error))
+
+
+def samples_from_csv(path: str | Path, *, max_cell_chars: int = DEFAULT_MAX_CELL_CHARS) -> list[Sample]:
+    """Samples from a CSV with a ``url`` column and optionally ``id`` / ``sample_id``; the other
+    columns are the sample's data (given to the agent as context). Ids are made safe and unique.
+
+    UTF-8 (a BOM is fine) or UTF-16 with a BOM; blank lines are skipped. A row that cannot run --
+    fewer or more cells than the header, an empty url, a cell over ``max_cell_chars`` -- becomes a
+    sample with ``input_error`` set, which the run records as that row's error.
+    """
+    path = Path(path)
+    text = _read_samples_file(path)
+    # The csv module's cell limit is one setting for the whole process; it is lifted while this
+    # file is read (a big cell is the row's problem, decided below) and put back after.
+    previous = csv.field_size_limit()
+    csv.field_size_limit(max(previous, len(text) + 1))
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header: list[str] | None = None
+        maker = _SampleMaker(path, max_cell_chars)
+        end = 0
+        for cells in reader:
+            line, end = end + 1, reader.line_num
+            if not any(cell.strip() for cell in cells):
+                continue  # a blank line, or one of empty cells only
+            if header is None:
+                header = [cell.strip() for cell in cells]
+                if "url" not in header:
+                    raise ConfigurationError(f"the samples CSV {path} needs a 'url' column; it has {', '.join(header)}.")
+                continue
+            problem = None
+            if len(cells) != len(header):
+                problem = (f"{len(cells)} cells where the header has {len(header)}: quote cells that hold a comma, "
+                           "and give every row one cell per column")
+            record = {name: value for name, value in zip(header, cells, strict=False) if name}
+            maker.add(f"line {line}", record, problem)
+    except csv.Error as exc:
+        raise ConfigurationError(f"{path} line {reader.line_num}: not readable as CSV: {exc}") from exc
+    finally:
+        csv.field_size_limit(previous)
+    return maker.samples
+
+
+def samples_from_json(path: str | Path, *, max_cell_chars: int = DEFAULT_MAX_CELL_CHARS) -> list[Sample]:
+    """Samples from a JSON array of objects (``.json``) or one object per line (``.jsonl``), with
+    the same keys as the CSV's columns; other values than text are kept as their JSON text. A
+    line or item that cannot run is kept with ``input_error`` set, as in :func:`samples_from_csv`."""
+    path = Path(path)
+    text = _read_samples_file(path)
+    maker = _SampleMaker(path, max_cell_chars)
+    items: list[tuple[str, Any]] = []
+    if path.suffix.lower() == ".jsonl":
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                items.append((f"line {line}", json.loads(raw)))
+            except ValueError as exc:
+                items.append((f"line {line}", f"not valid JSON ({exc})"))
+    else:
+        try:
+            loaded = json.loads(text)
+        except ValueError as exc:
+            raise ConfigurationError(f"{path} is not valid JSON: {exc}") from exc
+        if not isinstance(loaded, list):
+            raise ConfigurationError(f"{path} must hold a JSON array of sample objects, got {type(loaded).__name__}")
+        items = [(f"item {n}", item) for n, item in enumerate(loaded, start=1)]
+    for where, item in items:
+        if isinstance(item, dict):
+            record = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in item.items()}
+            maker.add(where, record)
+        else:
+            problem = item if isinstance(item, str) else f"a {type(item).__name__}, not an object with a url"
+            maker.add(where, {}, problem)
+    return maker.samples
+
+
+def samples_from_file(path: str | Path, *, max_cell_chars: int = DEFAULT_MAX_CELL_CHARS) -> list[Sample]:
+    """Samples from a ``.json`` or ``.jsonl`` file, else from a CSV."""
+    if Path(path).suffix.lower() in (".json", ".jsonl"):
+        return samples_from_json(path, max_cell_chars=max_cell_chars)
+    return samples_from_csv(path, max_cell_chars=max_cell_chars)

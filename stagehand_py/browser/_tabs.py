@@ -7,7 +7,9 @@ it. A tab opened by a tab that is not driven is tracked but not followed. When t
 closes, the most recently driven tab still open takes over (its opener, usually).
 
 Downloads from any tracked tab are saved into one folder, named as the site proposed (made
-unique), and recorded with their size and SHA-256.
+safe, shortened to what a filesystem takes keeping the extension, and unique), and recorded with
+their size and the SHA-256 of the bytes kept. A download that could not be saved is recorded too
+(:attr:`Tabs.failed_downloads`), never only logged.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +27,22 @@ from .._errors import InvalidArgumentError, PageClosedError
 from .._logging import logger
 from .._types import SavedDownload
 
-__all__ = ["Tabs"]
+__all__ = ["Tabs", "DownloadFailure"]
 
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f/\\:*?\"<>|]+")
+#: The longest saved name in UTF-8 bytes: filesystems take 255, and " (n)" may be added.
+_MAX_NAME_BYTES = 200
+#: The longest ending kept as an extension when a name is shortened (".tar.gz" is two).
+_MAX_SUFFIX_CHARS = 16
+
+
+@dataclass(frozen=True)
+class DownloadFailure:
+    """A download the page started that could not be saved: what it was, and why."""
+
+    suggested_filename: str
+    url: str
+    error: str
 
 
 class Tabs:
@@ -38,8 +54,9 @@ class Tabs:
         self._history: list[Any] = [first]
         self._follow = follow
         self._downloads_dir = Path(downloads_dir) if downloads_dir is not None else None
-        self._saving: set[asyncio.Task[None]] = set()
+        self._saving: dict[asyncio.Task[None], Any] = {}  # saving task -> its Playwright download
         self.downloads: list[SavedDownload] = []
+        self.failed_downloads: list[DownloadFailure] = []
         self._listeners: list[tuple[Any, str, Any]] = []
         self._watch(first)
 
@@ -106,10 +123,11 @@ class Tabs:
 
     def _on_download(self, download: Any) -> None:
         task = asyncio.get_running_loop().create_task(self._save(download))
-        self._saving.add(task)
-        task.add_done_callback(self._saving.discard)
+        self._saving[task] = download
+        task.add_done_callback(lambda done: self._saving.pop(done, None))
 
     async def _save(self, download: Any) -> None:
+        target: Path | None = None
         try:
             folder = self._folder()
             target = _unique(folder, _safe_name(download.suggested_filename))
@@ -117,9 +135,16 @@ class Tabs:
             size, digest = await asyncio.to_thread(_size_and_sha256, target)
         except Exception as exc:  # a failed download is the site's; the act that caused it still happened
             logger.warning("download from %s was not saved: %r", getattr(download, "url", "?"), exc)
+            if target is not None:
+                target.unlink(missing_ok=True)  # the name reserved for it holds nothing of it
+            self._failed(download, f"{type(exc).__name__}: {exc}")
             return
         self.downloads.append(SavedDownload(path=str(target), suggested_filename=download.suggested_filename,
                                             size=size, sha256=digest, url=download.url))
+
+    def _failed(self, download: Any, error: str) -> None:
+        self.failed_downloads.append(DownloadFailure(suggested_filename=str(getattr(download, "suggested_filename", "")),
+                                                     url=str(getattr(download, "url", "")), error=error))
 
     def _folder(self) -> Path:
         if self._downloads_dir is None:
@@ -134,6 +159,16 @@ class Tabs:
         if self._saving:
             await asyncio.wait(set(self._saving), timeout=timeout)
 
+    async def finish_downloads(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the downloads still saving; stop any still unsaved
+        then and record it in :attr:`failed_downloads`, so none is left half-written or unlisted."""
+        await self.wait_for_downloads(timeout)
+        for task, download in list(self._saving.items()):
+            task.cancel()
+            self._failed(download, f"still downloading after {timeout:g} s; stopped")
+        if self._saving:
+            await asyncio.wait(set(self._saving))
+
     def check_current(self) -> Any:
         page = self.current
         if page.is_closed():
@@ -142,8 +177,17 @@ class Tabs:
 
 
 def _safe_name(suggested: str) -> str:
-    name = _UNSAFE_NAME.sub("_", os.path.basename(suggested or "")).strip(" .")
-    return name or "download"
+    """The site's name without separators or control characters, shortened to ``_MAX_NAME_BYTES``
+    UTF-8 bytes keeping its extension (a 300-character name is still a ``.pdf``)."""
+    name = _UNSAFE_NAME.sub("_", os.path.basename(suggested or "")).strip(" .") or "download"
+    if len(name.encode("utf-8")) <= _MAX_NAME_BYTES:
+        return name
+    stem, suffix = os.path.splitext(name)
+    if len(suffix) > _MAX_SUFFIX_CHARS or len(suffix.encode("utf-8")) > _MAX_NAME_BYTES // 2:
+        stem, suffix = name, ""
+    room = _MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+    short = stem.encode("utf-8")[:room].decode("utf-8", errors="ignore").rstrip(" .")
+    return (short or "download") + suffix
 
 
 def _unique(folder: Path, name: str) -> Path:

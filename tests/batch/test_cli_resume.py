@@ -1,4 +1,5 @@
-"""`stagehand-py run` end to end: a run interrupted with Ctrl-C, then --resume."""
+"""`stagehand-py run` end to end: a run interrupted with Ctrl-C (what finished is reported, the rest
+recorded as cancelled), then the --resume command it names."""
 
 from __future__ import annotations
 
@@ -61,14 +62,25 @@ def test_interrupted_run_resumes_where_it_stopped(server, tmp_path: Path) -> Non
     finally:
         first.kill()
     assert first.returncode == 130, err
-    assert "continue with `stagehand-py run --resume`" in err
     (run_dir,) = (tmp_path / "evidence").glob("run_*")
-    assert json.loads((run_dir / "p5" / "checkpoint.json").read_text())["state"] == "running"
-    assert not (run_dir / "p5" / "result.json").exists() and not (run_dir / "combined.csv").exists()
+    relative = run_dir.relative_to(tmp_path)
+    assert ("interrupted: 3 finished samples are kept and 2 are recorded as cancelled; "
+            f"continue with `stagehand-py run --resume {relative}`") in err
     assert log.read_text().split() == ["p3", "p1", "p2", "p5"]
+    # Every row has its one recorded outcome: the interrupted p5 and the never started p4 as
+    # cancelled (not complete: --resume runs them), and the reports are written all the same.
+    for sid, attempt in (("p5", 1), ("p4", 0)):
+        assert json.loads((run_dir / sid / "checkpoint.json").read_text())["state"] == "cancelled"
+        stored = json.loads((run_dir / sid / "result.json").read_text())
+        assert (stored["status"], stored["attempt"]) == ("cancelled", attempt) and "cancelled by the user" in stored["error"]
+    with (run_dir / "combined.csv").open() as handle:
+        assert [(r["sample_id"], r["status"]) for r in csv.DictReader(handle)] == [
+            ("p1", "done"), ("p2", "done"), ("p3", "done"), ("p4", "cancelled"), ("p5", "cancelled")]
+    assert "cancelled: <b>2</b>" in (run_dir / "report.html").read_text()
+    assert "done 3  partial_success 0  failed 0  needs_review 0  cancelled 2" in out
 
-    # resume: spec and samples come from the run folder; only p5 and p4 run again
-    second = cli("--resume", *common, env=env)
+    # resume, with the command the message named: spec and samples come from the run folder; only p5 and p4 run again
+    second = cli("--resume", str(relative), *common, env=env)
     out, err = second.communicate(timeout=180)
     assert second.returncode == 0, err
     assert log.read_text().split() == ["p3", "p1", "p2", "p5", "p5", "p4"]

@@ -39,12 +39,13 @@ def test_screenshots_are_numbered_hashed_and_stay_inside(tmp_path: Path) -> None
     second = evidence.add_screenshot(b"two", name="Product page", step=3)
     assert [first["file"], second["file"]] == ["001_outside.png", "002_Product_page.png"]
     assert second == {"file": "002_Product_page.png", "name": "Product page", "sha256": hashlib.sha256(b"two").hexdigest(), "bytes": 3, "step": 3}
-    evidence.add_json("../result.json", {"a": 1})
+    # result.json is the run's own file for the row: a runner's file of that name gets a name of its own.
+    assert evidence.add_json("../result.json", {"a": 1}) == "result_2.json"
     assert not list(tmp_path.iterdir())  # nothing is written while the sample runs
     evidence.write_to(EvidenceStore(tmp_path))
-    assert sorted(p.name for p in (tmp_path / "s1").iterdir()) == ["001_outside.png", "002_Product_page.png", "result.json"]
+    assert sorted(p.name for p in (tmp_path / "s1").iterdir()) == ["001_outside.png", "002_Product_page.png", "result_2.json"]
     assert (tmp_path / "s1" / "002_Product_page.png").read_bytes() == b"two"
-    assert json.loads((tmp_path / "s1" / "result.json").read_text()) == {"a": 1}
+    assert json.loads((tmp_path / "s1" / "result_2.json").read_text()) == {"a": 1}
 
 
 def test_evidence_store_on_a_folder_and_on_fsspec_memory(tmp_path: Path) -> None:
@@ -116,3 +117,19 @@ def test_combined_csv_sorted_and_json_encoded(tmp_path: Path) -> None:
     # The report sums the known costs and says how many rows had none (a model without a price).
     report = write_report_html(tmp_path, results).read_text()
     assert "model cost: <b>$0.0123 (+2 rows of unknown cost)</b>" in report
+
+
+def test_kept_files_never_share_a_name_and_keep_their_extension(tmp_path: Path) -> None:
+    evidence = SampleEvidence("row")
+    names = [evidence.add_file(name, name.encode(), folder="downloads")
+             for name in ("report 1.txt", "report_1.txt", "report?1.txt", "x" * 300 + ".tar.gz", "x" * 300 + ".tar.gz")]
+    assert names[:3] == ["downloads/report_1.txt", "downloads/report_1_2.txt", "downloads/report_1_3.txt"]
+    assert names[3] == "downloads/" + "x" * 117 + ".gz" and names[4] == "downloads/" + "x" * 117 + "_2.gz"
+    # A screenshot never takes the name of a file kept before it.
+    evidence.add_file("001_page.png", b"not a screenshot")
+    assert evidence.add_screenshot(b"shot", name="page")["file"] == "001_page_2.png"
+    evidence.write_to(EvidenceStore(tmp_path))
+    assert (tmp_path / "row" / "001_page.png").read_bytes() == b"not a screenshot"
+    assert (tmp_path / "row" / "001_page_2.png").read_bytes() == b"shot"
+    for name, original in zip(names, ("report 1.txt", "report_1.txt", "report?1.txt", "x" * 300 + ".tar.gz", "x" * 300 + ".tar.gz"), strict=True):
+        assert (tmp_path / "row" / name).read_bytes() == original.encode()

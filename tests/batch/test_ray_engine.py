@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from stagehand_py import ConfigurationError
+from stagehand_py import BrowserError, ConfigurationError
 from stagehand_py.batch import RayOptions, RunnerFactory, Sample, TaskSpec, run_batch, run_batch_on_ray, write_reports
 
 from ._scripted_runner import make_runner
@@ -205,3 +205,39 @@ def test_only_the_ray_engine_imports_ray() -> None:
             "print(sorted(m for m in ('ray', 'fsspec') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_rows_run_in_a_remote_browser_given_by_its_endpoint(ray_cluster: Path, server, tmp_path: Path) -> None:
+    """--browser-endpoint against real remote browsers started here: a Playwright server and a
+    Chromium CDP endpoint. Every product request carries the remote browser's user agent, so the
+    rows ran there, not in a browser the workers launched."""
+    from ._endpoints import cdp_chromium, playwright_server
+
+    agents: list[str] = []
+
+    def serve(request):
+        agents.append(next((v for k, v in request.headers.items() if k.lower() == "user-agent"), ""))
+        return server.serve_file(request.path)
+
+    rows = [Sample(id=f"e{i}", url=server.url(f"products/{i}.html")) for i in (1, 2, 3)]
+    for kind, endpoint in (("playwright", playwright_server("remote-playwright-server")),
+                           ("cdp", cdp_chromium("remote-cdp-chromium", tmp_path / "profile"))):
+        agents.clear()
+        with endpoint as url, contextlib.ExitStack() as routes:
+            for n in (1, 2, 3):
+                routes.enter_context(server.route(f"/products/{n}.html", serve))
+            result = await run_batch_on_ray(rows, spec=SPEC, runner=RunnerFactory("_scripted_runner:make_goto_runner"),
+                                            run_dir=tmp_path / f"run_{kind}",
+                                            options=RayOptions(workers=1, contexts_per_worker=2, browser_endpoint=url))
+        assert result.counts["done"] == 3, (kind, result.results)
+        assert agents == [f"remote-{'playwright-server' if kind == 'playwright' else 'cdp-chromium'}"] * 3, (kind, agents)
+
+
+async def test_an_endpoint_nobody_answers_is_a_typed_error(ray_cluster: Path, server, tmp_path: Path) -> None:
+    from ._endpoints import free_port
+
+    with pytest.raises(BrowserError, match=r"the Ray workers could not start their browsers: BrowserError: could not "
+                                           r"attach to the browser at http://127.0.0.1:\d+ \(cdp endpoint\)"):
+        await run_batch_on_ray([Sample(id="x", url=server.url("products/1.html"))], spec=SPEC, runner=RUNNER,
+                               run_dir=tmp_path / "run",
+                               options=RayOptions(workers=1, browser_endpoint=f"http://127.0.0.1:{free_port()}"))

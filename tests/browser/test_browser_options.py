@@ -18,6 +18,7 @@ import sys
 
 import pytest
 from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE
+from _processes import process_group
 from _server import Request, Response
 
 from stagehand_py import (
@@ -222,15 +223,15 @@ def playwright_server():
     """``playwright run-server`` from the installed package's driver, on 127.0.0.1 (one per module).
     ``--unsafe`` lets the client name the executable (Debian's Chromium) in its launch options."""
     port = _free_port()
-    process = subprocess.Popen(
+    # The whole process group is stopped at the end: terminating only the Python process left
+    # its Node driver (the actual server) running after the suite.
+    with process_group(
         [sys.executable, "-m", "playwright", "run-server", "--port", str(port), "--host", "127.0.0.1", "--unsafe"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    line = process.stdout.readline()
-    assert "Listening on" in line, line
-    yield f"ws://127.0.0.1:{port}/"
-    process.terminate()
-    process.wait(timeout=10)
+    ) as process:
+        line = process.stdout.readline()
+        assert "Listening on" in line, line
+        yield f"ws://127.0.0.1:{port}/"
 
 
 LAUNCH_HEADERS = {"x-playwright-launch-options": json.dumps(

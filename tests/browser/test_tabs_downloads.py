@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import logging
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -26,7 +27,12 @@ REPORT = b"id,total\n1,42.00\n2,17.50\n"
 
 DOWNLOAD_PAGE = """<h1>Reports</h1>
 <a id=export href="/files/report">Export CSV</a>
-<a id=named href="/files/plain" download="named by link.txt">Plain text</a>"""
+<a id=named href="/files/plain" download="named by link.txt">Plain text</a>
+<a id=long href="/files/long">Annual summary</a>"""
+
+#: A name as long as some sites propose (304 characters made a save fail with "File name too long").
+LONG_NAME = ("Annual revenue summary by region, product line and quarter " * 6)[:300] + ".pdf"
+SUMMARY = b"%PDF-1.4 a summary\n"
 
 TABS_PAGE = """<h1>Start</h1>
 <a id=blank href="/tabs/second" target="_blank">Open help</a>
@@ -51,6 +57,8 @@ def _routes(server):
         server.route("/downloads", lambda r: Response.html(DOWNLOAD_PAGE)),
         server.route("/files/report", report),
         server.route("/files/plain", lambda r: Response(200, b"plain", "application/octet-stream")),
+        server.route("/files/long", lambda r: Response(200, SUMMARY, "application/pdf",
+                                                       {"Content-Disposition": f'attachment; filename="{LONG_NAME}"'})),
         server.route("/tabs/start", lambda r: Response.html(TABS_PAGE)),
         server.route("/tabs/second", lambda r: Response.html("<h1>Help centre</h1>")),
         server.route("/tabs/third", lambda r: Response.html("<h1>Popup window</h1>")),
@@ -112,6 +120,36 @@ async def test_a_download_is_saved_and_reported(make, routes, tmp_path) -> None:
     quiet = await sh.act(Action(selector="h1", method="hover"))
     assert quiet.downloads == []
     assert [d.path for d in sh.downloads] == [saved.path, again.downloads[0].path, named.downloads[0].path]
+
+
+async def test_a_long_name_is_shortened_keeping_its_extension(make, routes, tmp_path) -> None:
+    folder = tmp_path / "downloads"
+    sh = await make(downloads_dir=folder)
+    await sh.page.goto(routes.url("downloads"))
+    first = await sh.act(_click("#long"))
+    second = await sh.act(_click("#long"))
+    (saved,), (again,) = first.downloads, second.downloads
+    assert saved.suggested_filename == LONG_NAME and sh.failed_downloads == []
+    name = Path(saved.path).name
+    assert name.endswith(".pdf") and len(name.encode()) <= 200 and LONG_NAME.startswith(name[:-4])
+    assert Path(again.path).name == name[:-4] + " (1).pdf"  # the same long name twice: two files
+    for download in (saved, again):
+        assert Path(download.path).read_bytes() == SUMMARY and download.sha256 == hashlib.sha256(SUMMARY).hexdigest()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([name, Path(again.path).name])
+
+
+async def test_a_download_that_cannot_be_saved_is_reported_not_only_logged(make, routes, tmp_path) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the downloads folder should be")
+    sh = await make(downloads_dir=blocked)
+    await sh.page.goto(routes.url("downloads"))
+    result = await sh.act(_click("#export"))
+    assert result.success and result.downloads == [] and sh.downloads == []
+    (failure,) = sh.failed_downloads
+    assert failure.url == routes.url("files/report") and failure.suggested_filename.endswith("q3 report.csv")
+    assert failure.error.startswith("FileExistsError:")
+    assert await sh.finish_downloads(5) == []  # nothing left saving; nothing more to report
+    assert len(sh.failed_downloads) == 1
 
 
 async def test_downloads_go_to_a_temporary_folder_by_default(make, routes) -> None:

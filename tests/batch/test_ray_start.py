@@ -1,0 +1,106 @@
+"""Starting Ray on a loaded machine: a raylet that misses Ray's start limit (30 s, fixed in Ray
+2.60) is tried again, and when it never makes it the run ends with a typed, actionable error.
+
+"Loaded" is made real and certain: the test stops (SIGSTOP) the raylet the driver starts, so it
+cannot register in time, exactly as a starved one does. The driver runs in a process of its
+own (Ray is process-wide state); every process it starts carries a mark in its environment, by
+which the test finds the raylet and checks that nothing is left afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+MARK = "STAGEHAND_RAY_START_TEST"
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds processes through /proc")
+
+
+def marked(mark: str) -> dict[int, str]:
+    """Living processes (pid -> name) whose environment carries the mark."""
+    found = {}
+    needle = f"{MARK}={mark}".encode()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found[int(entry.name)] = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+    return found
+
+
+class RayletStopper(threading.Thread):
+    """Stops the first ``count`` raylets that appear with the mark (SIGSTOP: alive, but silent)."""
+
+    def __init__(self, mark: str, count: int) -> None:
+        super().__init__(daemon=True)
+        self.mark, self.count = mark, count
+        self.stopped: list[int] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for pid, name in marked(self.mark).items():
+                if name == "raylet" and pid not in self.stopped and len(self.stopped) < self.count:
+                    os.kill(pid, signal.SIGSTOP)
+                    self.stopped.append(pid)
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def driver(tmp_path: Path, url: str, attempts: int, stop_raylets: int):
+    mark = uuid.uuid4().hex
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), MARK: mark,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)]), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    stopper = RayletStopper(mark, stop_raylets)
+    stopper.start()
+    process = subprocess.Popen([sys.executable, str(HERE / "_ray_start_driver.py"), str(tmp_path / "run"), url, str(attempts)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=600)
+        yield process.returncode, out, err, stopper.stopped
+        # Nothing the run started is left: not the stopped raylets, not the GCS, not a worker.
+        deadline = time.monotonic() + 60
+        while marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert marked(mark) == {}
+    finally:
+        stopper.done.set()
+        for pid in marked(mark):  # only if the test failed: the processes it started, by their ids
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
+
+def test_a_raylet_that_misses_the_start_limit_is_tried_again(server, tmp_path: Path) -> None:
+    with driver(tmp_path, server.url("products/1.html"), attempts=3, stop_raylets=1) as (code, out, err, stopped):
+        assert code == 0, err[-3000:]
+        assert "counts {'done': 1" in out
+        assert "the local Ray node did not start in time (try 1 of 3); trying again" in err
+        assert len(stopped) == 1
+
+
+def test_a_raylet_that_never_starts_is_a_typed_actionable_error(server, tmp_path: Path) -> None:
+    with driver(tmp_path, server.url("products/1.html"), attempts=2, stop_raylets=2) as (code, _out, err, stopped):
+        assert code == 1, err[-3000:]
+        assert "Traceback" not in err
+        assert ("RayStartError: the local Ray node did not start: its raylet missed Ray's 30 s start limit 2 time(s) "
+                "(the machine is too loaded). Try again when it is quieter, start a cluster yourself (`ray start --head`) "
+                "and pass --address auto, or run with --engine local.") in err
+        assert len(stopped) == 2
+    assert not (tmp_path / "run" / "s1" / "result.json").exists()  # no row ran, none pretends it did
