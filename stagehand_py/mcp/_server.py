@@ -143,6 +143,10 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
                 raise ToolError(browser.redact(f"{type(exc).__name__}: {exc}")) from None
             except PlaywrightError as exc:
                 raise ToolError(browser.redact(f"BrowserError: {exc.message.splitlines()[0] if exc.message else exc}")) from None
+            except ToolError:
+                raise
+            except Exception as exc:  # not ours: its message may still quote a URL or a value
+                raise ToolError(browser.redact(f"{type(exc).__name__}: {exc}")) from None
 
     def needs_model() -> None:
         if browser.client is None:
