@@ -20,6 +20,7 @@ from playwright.async_api import Page
 from pydantic import Field
 
 from .._errors import InvalidArgumentError, PageClosedError, StagehandError
+from .._inputs import check_inputs
 from .._secrets import redact_text
 from .._stagehand import Stagehand
 from .._types import Action, Variables
@@ -130,7 +131,9 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
     if session is None:
         model = config.resolved_model()
         client = None if model is None else LLMClient(model, base_url=config.base_url)
-        session = ServerBrowser(config, variables=config.resolved_variables(), client=client)
+        variables = config.resolved_variables()
+        check_inputs("the MCP server's configuration", variables=variables)
+        session = ServerBrowser(config, variables=variables, client=client)
     browser = session
     server: MCPServer = MCPServer("stagehand-py", instructions=INSTRUCTIONS, log_level="WARNING")
 
