@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 import functools
 import html
+import json
 import re
 import unicodedata
-import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -119,18 +119,38 @@ _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
 @functools.lru_cache(maxsize=256)
 def _echo_pattern(value: str) -> re.Pattern[str]:
     """Every common transformation of ``value`` a page may echo: Unicode normal forms (composed,
-    decomposed, compatibility: a full-width copy), any letter case, URL encoding
-    (either hex case, ``+`` or ``%20`` for spaces), HTML escaping, base64 (standard and URL-safe,
-    with or without padding), and the outline's own quoting."""
+    decomposed, compatibility: a full-width copy), any letter case, every URL form (see
+    :func:`_url_form`), JSON string escaping, HTML escaping, base64 (standard and URL-safe, with
+    or without padding), and the outline's own quoting."""
     encoded = base64.b64encode(value.encode()).decode()
     forms = {
         *(unicodedata.normalize(form, value) for form in ("NFC", "NFD", "NFKC", "NFKD")),
-        value, " ".join(value.split()).replace('"', '\\"'), urllib.parse.quote(value, safe=""), urllib.parse.quote(value),
-        urllib.parse.quote_plus(value), html.escape(value), encoded, encoded.rstrip("="),
+        value, " ".join(value.split()).replace('"', '\\"'), html.escape(value), encoded, encoded.rstrip("="),
+        json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
         encoded.replace("+", "-").replace("/", "_"), encoded.replace("+", "-").replace("/", "_").rstrip("="),
     }
-    alternatives = sorted((f for f in forms if f), key=len, reverse=True)
-    return re.compile("|".join(re.escape(f) for f in alternatives), re.IGNORECASE)
+    alternatives = [re.escape(f) for f in sorted((f for f in forms if f), key=len, reverse=True)]
+    return re.compile("|".join([_url_form(value), *alternatives]), re.IGNORECASE)
+
+
+def _url_form(value: str) -> str:
+    """A pattern for ``value`` as any URL writer leaves it: each character raw or percent-encoded
+    (UTF-8, either hex case), also twice (``%2540``: a URL inside another URL's query), and a space
+    also as ``+``, a line break also as ``%0D%0A``. That one pattern covers what differs between
+    writers: Chromium's GET form (``application/x-www-form-urlencoded``: ``+`` for space, ``*``
+    raw, ``~`` and ``!`` encoded), ``encodeURIComponent`` (``%20``, ``!'()*~`` raw),
+    ``encodeURI`` and the URL parser (``@ ! $ & ' ( ) * + , ; = : /`` raw), and
+    ``history.replaceState`` (whatever the page wrote), without listing each writer's table."""
+    parts = []
+    for char in value:
+        encoded = "".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
+        options = [re.escape(char), re.escape(encoded), re.escape(encoded.replace("%", "%25"))]
+        if char == " ":
+            options.append(r"\+")
+        elif char == "\n":
+            options += ["%0D%0A", "%250D%250A"]
+        parts.append(f"(?:{'|'.join(options)})")
+    return "".join(parts)
 
 
 def _mark_values(text: str, order: list[str]) -> str:

@@ -21,6 +21,7 @@ from ._operations import observe as _observe
 from ._operations._context import OperationContext
 from ._secrets import variable_value
 from ._types import Action, ActResult, SavedDownload, Variables
+from ._util import page_address
 from .browser._cdp import PageTargets
 from .browser._options import BrowserOptions
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
@@ -393,8 +394,9 @@ class Stagehand:
                                               confidence=confidence)
         except TimeoutError as exc:
             raise StagehandTimeoutError(
-                f"snapshot did not finish within {timeout:g} s: the page's main thread is busy (a script that never "
-                "yields) or the page is enormous. Wait for the page, or pass a larger snapshot(timeout=...)."
+                f"snapshot of {page_address(self.page.url)} did not finish within "
+                f"{timeout:g} s: the page's main thread is busy (a script that never yields) or the page is enormous. "
+                "Wait for the page, or pass a larger snapshot(timeout=...)."
             ) from exc
 
     # --- models and operations -----------------------------------------------------------

@@ -177,6 +177,9 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
         model, default_base_url = _default_model()
         base_url = base_url or default_base_url
     choice_mode = kwargs.get("choice_mode", config.getoption("stagehand_choice_mode"))
+    from ._inputs import check_inputs  # imported late: the plugin loads with every pytest run
+
+    check_inputs("@pytest.mark.stagehand", variables=kwargs.get("variables"))
     variables = dict(kwargs.get("variables") or {})
     cache_opt = config.getoption("stagehand_cache_dir")
     module_path = Path(str(request.node.path))

@@ -24,6 +24,7 @@ from .._types import VariableValue
 
 __all__ = [
     "PLACEHOLDER",
+    "check_variables",
     "placeholder_descriptions",
     "placeholders_in",
     "secret_values",
@@ -48,6 +49,21 @@ def _check_names(variables: Mapping[str, object]) -> None:
                 f"variable name {name!r} cannot be used as a placeholder; names must match "
                 "[A-Za-z_][A-Za-z0-9_]* so that %name% can refer to them."
             )
+
+
+def check_variables(variables: object, *, what: str = "variables") -> None:
+    """Raise :class:`InvalidArgumentError` (naming ``what`` and the variable, never a value) unless
+    ``variables`` is None or a mapping of placeholder names to usable values: the check every
+    entry point makes before anything runs, so a list or a string fails here, typed, and not deep
+    inside as a ``ValueError``."""
+    if variables is None:
+        return
+    try:
+        _check_names(variables)  # type: ignore[arg-type]  # checked at run time: callers pass anything
+        for name, spec in variables.items():  # type: ignore[attr-defined]
+            _value_of(name, spec)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{what}: {exc}") from None
 
 
 def placeholders_in(arguments: Sequence[object]) -> list[str]:

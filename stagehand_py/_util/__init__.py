@@ -4,13 +4,14 @@ JSON Schema helpers and deep merge. No I/O beyond the file being written; no sta
 from ._files import write_bytes_atomic, write_json_atomic
 from ._merge import deep_merge
 from ._schema import deref, inline_refs, pop_defs, ref_target, schema_dict
-from ._urls import normalise_url
+from ._urls import normalise_url, page_address
 
 __all__ = [
     "deep_merge",
     "deref",
     "inline_refs",
     "normalise_url",
+    "page_address",
     "pop_defs",
     "ref_target",
     "schema_dict",

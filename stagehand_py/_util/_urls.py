@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["normalise_url"]
+__all__ = ["normalise_url", "page_address"]
 
 _TRACKING = re.compile(r"^(utm_|fbclid$|gclid$|mc_eid$|_ga$)")
 
@@ -24,3 +24,17 @@ def normalise_url(url: str) -> str:
     query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _TRACKING.match(k)))
     path = parts.path.rstrip("/") or "/"
     return urlunsplit((parts.scheme.lower(), host, path, query, ""))
+
+
+def page_address(url: str) -> str:
+    """``url`` without userinfo, query or fragment: enough to name a page in an error message,
+    leaving out the parts where a form or a script may have put a typed value."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "a page with an unreadable address"
+    host = parts.hostname or ""
+    if port is not None:
+        host = f"{host}:{port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", "")) if host else f"{parts.scheme}:"

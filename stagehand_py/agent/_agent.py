@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .._errors import InvalidArgumentError
+from .._inputs import check_inputs
 from .._types import Variables
 from ..llm import LLMClient
 from ..tracing._spans import traced_agent_run
@@ -80,10 +81,9 @@ class Agent:
         """
         if not isinstance(instruction, str) or not instruction.strip():
             raise InvalidArgumentError("execute() needs a non-empty instruction.")
-        if max_steps < 1:
-            raise InvalidArgumentError(f"max_steps must be at least 1, not {max_steps}.")
-        if timeout is not None and timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be a positive number of seconds, not {timeout}.")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise InvalidArgumentError(f"max_steps must be a whole number of at least 1, not {max_steps!r}.")
+        check_inputs("agent.execute", variables=variables, schema=output, schema_param="output", timeout=timeout)
         cbs: list[EventCallback] = [] if callbacks is None else [callbacks] if callable(callbacks) else list(callbacks)
         path = Path(checkpoint_path) if checkpoint_path is not None else self._config.checkpoint_path
         run = Run(

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._errors import ConfigurationError
+from .._inputs import check_inputs
 from ._evidence import safe_component
 
 __all__ = [
@@ -91,9 +92,11 @@ def load_spec(path: str | Path) -> TaskSpec:
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"cannot read the task spec {path}: {exc}") from exc
     try:
-        return TaskSpec.model_validate(raw)
+        spec = TaskSpec.model_validate(raw)
     except ValidationError as exc:
         raise ConfigurationError(f"the task spec {path} is not valid:\n{exc}") from exc
+    check_inputs(f"the task spec {path}", schema=spec.output_schema, schema_param="output_schema")
+    return spec
 
 
 def sample_id_for_url(url: str) -> str:

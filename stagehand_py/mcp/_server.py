@@ -20,6 +20,7 @@ from playwright.async_api import Page
 from pydantic import Field
 
 from .._errors import InvalidArgumentError, PageClosedError, StagehandError
+from .._inputs import check_inputs
 from .._secrets import redact_text
 from .._stagehand import Stagehand
 from .._types import Action, Variables
@@ -133,7 +134,9 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
     if session is None:
         choice = config.resolved_model()
         client = None if choice is None else LLMClient(choice.model, base_url=choice.base_url or config.base_url)
-        session = ServerBrowser(config, variables=config.resolved_variables(), client=client)
+        variables = config.resolved_variables()
+        check_inputs("the MCP server's configuration", variables=variables)
+        session = ServerBrowser(config, variables=variables, client=client)
     browser = session
     server: MCPServer = MCPServer("stagehand-py", instructions=INSTRUCTIONS, log_level="WARNING")
 
@@ -146,6 +149,10 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
                 raise ToolError(browser.redact(f"{type(exc).__name__}: {exc}")) from None
             except PlaywrightError as exc:
                 raise ToolError(browser.redact(f"BrowserError: {exc.message.splitlines()[0] if exc.message else exc}")) from None
+            except ToolError:
+                raise
+            except Exception as exc:  # not ours: its message may still quote a URL or a value
+                raise ToolError(browser.redact(f"{type(exc).__name__}: {exc}")) from None
 
     def needs_model() -> None:
         if browser.client is None:

@@ -1,0 +1,42 @@
+"""The checks every entry point makes on what a caller hands it, in one place.
+
+The verbs, ``agent()``/``execute()``, the MCP server, the batch runner and the pytest fixtures
+take variables, schemas and timeouts from outside; each calls :func:`check_inputs` before it
+runs anything, so the same bad input gets the same typed error (what was wrong, with which
+input, what to do) wherever it comes in. A schema's remote ``$ref`` is refused here, never
+fetched, and a local one that names nothing is an :class:`InvalidSchemaError`, not a
+``KeyError`` later.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._actions._variables import check_variables
+from ._errors import InvalidArgumentError, InvalidSchemaError
+from .llm._structured import check_json_schema
+
+__all__ = ["check_inputs"]
+
+
+def check_inputs(what: str, *, variables: object = None, schema: object = None, schema_param: str = "schema",
+                 timeout: object = None) -> None:
+    """Raise a typed :class:`InvalidArgumentError` naming ``what`` (e.g. ``"agent.execute"``) and
+    the parameter (``schema_param`` for the schema's) unless ``variables`` is None or a mapping of names to values, ``schema`` is None, a pydantic
+    model class or a JSON Schema dict whose every ``$ref`` is local and names something, and
+    ``timeout`` is None or a positive number of seconds."""
+    check_variables(variables, what=f"{what}(variables=...)")
+    if schema is not None:
+        _check_schema(schema, what=f"{what}({schema_param}=...)")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
+
+
+def _check_schema(schema: Any, *, what: str) -> None:
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return  # pydantic writes the schema: every $ref it makes is local
+    if not isinstance(schema, dict):
+        raise InvalidSchemaError(f"{what} must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}.")
+    check_json_schema(schema, what=what)
