@@ -174,15 +174,17 @@ def new_lines(before: str, after: str) -> str:
 
 
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,
-               rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0) -> PageParts:
+               rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0,
+               elements: bool = False) -> PageParts:
     """``text`` in pieces that fit one request of ``prompt`` with ``output``, ranked by relevance
     to ``rank_by`` (and, weighing less, the words of ``hints``: a schema's field names); page
-    order when None or when nothing decides."""
+    order when None or when nothing decides. ``elements``: the answer is an element (observe,
+    act), so parts are ranked by their best element read with its section."""
     system, user = prompt(Fence(), "", _SAMPLE_PART)
     budget = chunk_budget(ctx.token_budget, [SystemMessage(system), UserMessage(user)], output,
                           extra_reserve=extra_reserve, choice=choice)
     chunks = pieces(text, budget)
-    return PageParts(rank_chunks(chunks, rank_by, hints=hints), len(chunks))
+    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks))
 
 
 async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel] | dict[str, Any], *, purpose: str,
