@@ -15,6 +15,7 @@ net, drops choices from the end until the request fits the token budget.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,31 +28,46 @@ from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_blo
 from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
 from ..llm import SystemMessage, UserMessage
-from ..snapshot import parse_outline
+from ..snapshot import SnapshotElement
 from ._budget import prompt_tokens, reask_reserve
-from ._relevance import terms
+from ._relevance import element_score, sections, terms
 
 __all__ = ["MAX_CHOICES", "ChoiceRequest", "as_choice", "candidates", "elements_from_choices"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
+#: A name this short says nothing alone ("No", "All", "2"): its choice line shows its section.
+_SHORT_NAME = 3
+
+
 def candidates(outline: str, fence: Fence) -> dict[str, str]:
     """The choices of ``outline`` in page order: choice line -> element id.
 
     Page text is neutralised against ``fence`` (the choices also appear in the schema, where
-    no fence surrounds them); state flags such as ``[checked]`` are left out.
+    no fence surrounds them); state flags such as ``[checked]`` are left out. An element whose
+    name says nothing alone (very short, or shared with another choice of the same role) shows
+    its nearest section label: ``"link: No (By in stock) [0-1969]"``.
     """
+    found = [(element, labels) for element, labels in sections(outline.split("\n"))
+             if element is not None and element.actionable]
+    named = Counter((element.role, element.name) for element, _ in found)
     out: dict[str, str] = {}
-    for element in parse_outline(outline):
-        if not element.actionable:
-            continue
+    for element, labels in found:
         shown_value = "" if element.value is None else ' value="' + element.value.replace('"', '\\"') + '"'
-        if element.name:
-            line = choice_line(element.role, element.name + shown_value, element.id)
+        name = element.name
+        if name and labels and (len(name.strip()) <= _SHORT_NAME or named[(element.role, name)] > 1):
+            name = f"{name} ({labels[0]})"
+        if name:
+            line = choice_line(element.role, name + shown_value, element.id)
         else:
             line = choice_line(element.role, "", element.id, details=shown_value)
         out[fence.neutralise(line)] = element.id
     return out
+
+
+def _contexts(outline: str) -> dict[str, tuple[SnapshotElement, tuple[str, ...]]]:
+    """Element id -> (its record, its section labels), for ranking choices."""
+    return {element.id: (element, labels) for element, labels in sections(outline.split("\n")) if element is not None}
 
 
 def elements_from_choices(answer: dict[str, Any], choices: dict[str, str]) -> list[ObservedElement]:
@@ -75,24 +91,30 @@ def elements_from_choices(answer: dict[str, Any], choices: dict[str, str]) -> li
 MAX_CHOICES = 40
 
 
-def _by_relevance(lines: Sequence[str], instruction: str | None) -> list[str]:
-    """``lines`` most relevant to ``instruction`` first (words in common), page order on ties."""
+def _by_relevance(choices: dict[str, str], instruction: str | None,
+                  contexts: dict[str, tuple[SnapshotElement, tuple[str, ...]]]) -> list[str]:
+    """The choice lines most relevant to ``instruction`` first (its words found in the element's
+    name or its section's labels), page order on ties."""
     wanted = terms(instruction or "")
     if not wanted:
-        return list(lines)
+        return list(choices)
+    weights = dict.fromkeys(wanted, 1.0)
 
-    def score(line: str) -> int:
-        words = set(terms(line.rsplit(" [", 1)[0]))
-        return sum(1 for t in wanted if any(w.startswith(t) or t.startswith(w) for w in words))
+    def score(line: str) -> float:
+        known = contexts.get(choices[line])
+        if known is None:
+            return 0.0
+        return element_score(known[0], known[1], weights)
 
-    return sorted(lines, key=lambda line: -score(line))  # sorted() is stable: page order on ties
+    return sorted(choices, key=lambda line: -score(line))  # sorted() is stable: page order on ties
 
 
 def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: int,
-         instruction: str | None = None) -> dict[str, str]:
+         instruction: str | None = None, contexts: dict[str, tuple[SnapshotElement, tuple[str, ...]]] | None = None,
+         ) -> dict[str, str]:
     """``choices`` without the least relevant ones until ``fixed(choices)`` (the request's tokens)
     fits ``limit`` and at most :data:`MAX_CHOICES` remain (with an instruction); page order kept."""
-    ranked = _by_relevance(list(choices), instruction)
+    ranked = _by_relevance(choices, instruction, contexts or {})
     if instruction and terms(instruction):
         ranked = ranked[:MAX_CHOICES]
     while ranked and fixed([line for line in choices if line in set(ranked)]) > limit:
@@ -133,7 +155,7 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
         text = f"{user}\n\n{choices_block(lines, fence, single=single)}"
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
-    choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction)
+    choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction, _contexts(outline))
     if not choices:
         raise ConfigurationError(
             f"choice mode: token_budget={token_budget} leaves no room for a single choice next to the prompt; "

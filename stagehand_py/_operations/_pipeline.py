@@ -8,7 +8,8 @@ the same steps, written here once:
 2. :func:`split_page`: the chunk budget (token budget minus the fixed prompt, the schema and
    the re-ask reserve), the outline whole when it fits, else its chunks, ranked by relevance
    to the instruction (page order without one);
-3. :func:`ask_parts`: per chunk a fresh fence, the caller's prompt, an optional screenshot
+3. :func:`ask_parts`: per chunk the page's fence (one per page, so that consecutive requests
+   share their prefix: see :mod:`stagehand_py._prompts.common`), the caller's prompt, an optional screenshot
    (vision, see :mod:`._vision`), choice mode for element questions when the client asks for
    it (:mod:`._choice`), and one structured answer that also passes the caller's ``check``
    (the LLM client's single re-ask loop), until the caller is done;
@@ -31,7 +32,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 from pydantic import BaseModel
 
 from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
-from .._prompts.common import Fence
+from .._prompts.common import Fence, page_fence
 from .._secrets import redact_text
 from .._types import VariableValue
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
@@ -173,15 +174,17 @@ def new_lines(before: str, after: str) -> str:
 
 
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,
-               rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0) -> PageParts:
+               rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0,
+               elements: bool = False) -> PageParts:
     """``text`` in pieces that fit one request of ``prompt`` with ``output``, ranked by relevance
     to ``rank_by`` (and, weighing less, the words of ``hints``: a schema's field names); page
-    order when None or when nothing decides."""
+    order when None or when nothing decides. ``elements``: the answer is an element (observe,
+    act), so parts are ranked by their best element read with its section."""
     system, user = prompt(Fence(), "", _SAMPLE_PART)
     budget = chunk_budget(ctx.token_budget, [SystemMessage(system), UserMessage(user)], output,
                           extra_reserve=extra_reserve, choice=choice)
     chunks = pieces(text, budget)
-    return PageParts(rank_chunks(chunks, rank_by, hints=hints), len(chunks))
+    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks))
 
 
 async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel] | dict[str, Any], *, purpose: str,
@@ -221,7 +224,7 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, 
     chunks = parts.chunks[:limit] if limit is not None else parts.chunks
     answers: list[T] = []
     for chunk, with_image in plan_requests(chunks, vision, confidence=page.snapshot.dom_confidence, sees=sees):
-        fence = Fence()
+        fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
         system, user = prompt(fence, chunk.text, parts.part(chunk))
         shots = list(images)
         if with_image:

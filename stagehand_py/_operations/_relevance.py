@@ -4,6 +4,12 @@ A lookup names what it looks for: a row's label ("Widget 4321"), a quoted phrase
 Those literal values tell page parts apart far better than the words around them, so they
 weigh most: a quoted phrase found whole in a chunk, and words holding a digit, count triple.
 Hints (a schema's field names) weigh half: a table's header names them once, its rows never.
+
+An element's meaning often lies in its section, not its name: Django's filter links are
+"All", "Yes", "No" under "By in stock" under "Filter". :func:`sections` gives each element
+the labels that give it meaning (its named ancestors, and a heading or button just before a
+group it is in), and for element questions (observe, act) a part is ranked by its best element
+read with its section (:func:`rank_chunks` with ``elements=True``), as the choices are.
 """
 
 from __future__ import annotations
@@ -12,9 +18,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from ..snapshot import OutlineChunk
+from ..snapshot import OutlineChunk, SnapshotElement, parse_line
 
-__all__ = ["rank_chunks", "terms"]
+__all__ = ["element_score", "rank_chunks", "sections", "terms"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words every instruction uses: they say what to do, not where on the page.
@@ -32,9 +38,62 @@ _WHERE = re.compile(r"\b(?:at|in|near) the (top|beginning|start|header|bottom|en
 _END_WORDS = frozenset({"bottom", "end", "footer"})
 
 
+#: How a page writes what an instruction says with a negation: "not in stock" is the "No" of a
+#: yes/no filter.
+_ALIASES = {"not": ("no",), "without": ("no",), "non": ("no",)}
+#: Lines whose name labels the group that follows them (a disclosure's button, a heading).
+_LABELS = frozenset({"heading", "button", "columnheader", "rowheader", "legend", "caption", "tab"})
+#: At most this many labels per element (nearest first): enough to say where it is.
+_MAX_LABELS = 2
+
+
 def terms(text: str) -> list[str]:
     """The words of ``text`` that can tell page parts apart (lower case, no stop words)."""
     return [w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP]
+
+
+def sections(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[str, ...]]]:
+    """Per outline line, its element (None for a non-element line) and the labels that give it
+    meaning, nearest first: the names of its ancestors and of a heading or button line just
+    before one of them (``link: No`` -> ``("By in stock", "Filter")``)."""
+    out: list[tuple[SnapshotElement | None, tuple[str, ...]]] = []
+    # The open ancestors: (depth, labels it passes on to its descendants).
+    stack: list[tuple[int, tuple[str, ...]]] = []
+    previous: dict[int, SnapshotElement] = {}  # the last element seen at each depth
+    for line in lines:
+        element = parse_line(line)
+        if element is None:
+            out.append((None, ()))
+            continue
+        while stack and stack[-1][0] >= element.depth:
+            stack.pop()
+        for depth in [d for d in previous if d > element.depth]:
+            del previous[depth]
+        inherited = stack[-1][1] if stack else ()
+        labels = tuple(label for label in dict.fromkeys(inherited) if label != element.name)[:_MAX_LABELS]
+        out.append((element, labels))
+        own: list[str] = []
+        before = previous.get(element.depth)
+        if before is not None and before.role in _LABELS and before.name and element.role not in _LABELS:
+            own.append(before.name)
+        if element.name:
+            own.append(element.name)
+        stack.append((element.depth, (*reversed(own), *inherited)[: _MAX_LABELS + 2]))
+        previous[element.depth] = element
+    return out
+
+
+def _matches(term: str, words: set[str]) -> bool:
+    wanted = (term, *_ALIASES.get(term, ()))
+    return any(w == t or (len(t) > 2 and (w.startswith(t) or t.startswith(w)) and len(w) > 2)
+               for t in wanted for w in words)
+
+
+def element_score(element: SnapshotElement, labels: Sequence[str], weights: dict[str, float]) -> float:
+    """How much of the instruction (``weights``: term -> weight) an element answers, read with its
+    section's labels: each term counted once, on the name or the labels."""
+    words = set(terms(" ".join((element.role, element.name, *labels))))
+    return sum(weight for term, weight in weights.items() if _matches(term, words))
 
 
 def _pattern(term: str) -> re.Pattern[str]:
@@ -44,9 +103,19 @@ def _pattern(term: str) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(term)}{end}")
 
 
-def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hints: str = "") -> list[OutlineChunk]:
+def _best_element(chunk: OutlineChunk, weights: dict[str, float]) -> float:
+    return max((element_score(element, labels, weights) for element, labels in sections(chunk.text.split("\n"))
+                if element is not None and element.actionable), default=0.0)
+
+
+def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hints: str = "",
+                elements: bool = False) -> list[OutlineChunk]:
     """Chunks by lexical relevance to ``instruction`` (TF-IDF over words, literal values first;
     ``hints`` weigh less), best first.
+
+    ``elements`` (observe, act: the answer is one element of the part): the part with the
+    actionable element that, read with its section, answers most of the instruction goes first;
+    TF-IDF orders parts whose best elements answer as much.
 
     Ties, and every chunk when nothing useful is named, keep page order. An instruction that
     says where ("at the top", "at the bottom of the page", "in the footer") orders the parts
@@ -80,6 +149,9 @@ def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hint
         # the other parts share with it; only a part holding a quoted literal goes before.
         from_end = where.group(1).lower() in _END_WORDS
         order = sorted(range(n), key=lambda i: (-literal[i], -i if from_end else i))
+    elif elements:
+        best = [_best_element(chunk, {t: idf[t] * w for t, w in weights.items()}) for chunk in chunks]
+        order = sorted(range(n), key=lambda i: (-literal[i], -round(best[i], 6), -scores[i], i))
     else:
         order = sorted(range(n), key=lambda i: (-scores[i], i))
     return [chunks[i] for i in order]

@@ -76,7 +76,8 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
         opens.append(out.opens_options)
         return check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
 
-    parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode)
+    parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode,
+                       elements=True)
     answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
                               done=bool, limit=MAX_PARTS, vision=vision, sees=sees, elements=True,
                               instruction=instruction)

@@ -14,8 +14,9 @@
   the instruction is satisfied, or once a list-free schema has every field filled (a lookup);
   a list the model says goes on walks every part. Results are merged in page order (lists
   concatenated without repeats, objects merged key by key, the first non-empty scalar kept).
-- When required fields stay empty while the page is still changing (late content), the page
-  is read again as it changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
+- When required fields stay empty, or every field is (only blank strings and nulls), while the
+  page is still changing (late content), the page is read again as it changes, up to
+  ``dom_settle_timeout`` (:func:`._pipeline.look`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ._context import OperationContext
 from ._pipeline import PageRead, ask_parts, look, read_page, split_page
 from ._vision import require_sight, with_page_screenshot
 
-__all__ = ["complete", "empty_required", "extract", "map_urls", "merge", "schema_words", "to_wire_schema"]
+__all__ = ["all_empty", "complete", "empty_required", "extract", "map_urls", "merge", "schema_words", "to_wire_schema"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -235,6 +236,17 @@ def empty_required(data: Any, schema: Any, root: dict[str, Any], path: str = "da
     return found
 
 
+def all_empty(data: Any) -> bool:
+    """True when ``data`` holds no value at all: only null, blank strings, empty lists and objects."""
+    if isinstance(data, dict):
+        return all(all_empty(value) for value in data.values())
+    if isinstance(data, list):
+        return all(all_empty(value) for value in data)
+    if isinstance(data, str):
+        return not data.strip()
+    return data is None
+
+
 def _has_list(node: Any, root: dict[str, Any], depth: int = 0) -> bool:
     node = deref(node, root)
     if depth > 16 or not isinstance(node, dict):
@@ -366,7 +378,10 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
         return _Reading(merged(), len(answers))
 
     def found(reading: _Reading) -> bool:
-        return not _validate(reading.merged, user, model)[0] and not empty_required(reading.merged, user, user)
+        # An answer of nothing but empty strings is what a page still rendering gives, as much as
+        # an empty required field is: looked for again while the page can change by itself.
+        return (not _validate(reading.merged, user, model)[0] and not empty_required(reading.merged, user, user)
+                and not all_empty(reading.merged))
 
     looked = await look(ctx, read, attempt, found)
     reading = looked.value

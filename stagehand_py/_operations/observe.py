@@ -70,7 +70,8 @@ async def observe(
         return observe_system(fence), observe_user(text, outline, fence, variables=variables, part=part)
 
     async def attempt(page: PageRead) -> list[Action]:
-        parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode)
+        parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode,
+                           elements=True)
         answers = await ask_parts(
             ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="observe",
             check=lambda out: check_elements(out.elements, page.snapshot, variables, missing_values=True), done=bool,

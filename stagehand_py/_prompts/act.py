@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
-from .common import Fence, fence_rules, instruction_with_outline, variables_block
-from .observe import METHODS_GUIDE, ObservedElement
+from .common import Fence, instruction_with_outline, page_section, page_then_task, preamble, variables_block
+from .observe import ObservedElement
 
 __all__ = [
     "ActAnswer",
@@ -34,33 +34,34 @@ class ActAnswer(BaseModel):
     )
 
 
+#: What act() asks, after the outline.
+ACT_TASK = (
+    "Task: choose the single element and action that carries out the instruction.\n"
+    "- Prefer the element that receives the input (the textbox, the button, the option) over its "
+    "container or its label text.\n"
+    "- For a native select (a combobox whose options are listed under it), use select_option with the "
+    "option's label. For a custom dropdown whose options are not shown yet, click it and set "
+    "opens_options to true; you will then be shown the options that appeared.\n"
+    "- When no element can carry out the instruction, return an empty list.\n"
+    "- When the instruction gives no value to fill, type, select or press, leave the arguments empty "
+    "([]) rather than invent one: the user will supply it."
+)
+
+
 def act_system(fence: Fence) -> str:
-    return (
-        "You help a program drive a web browser, one action at a time. You are shown an outline "
-        "of a web page: one line per element, '[id] role: name' followed by state such as "
-        "value=\"...\", [checked], [collapsed] or [disabled], indented under its parent. Choose "
-        "the single element and action that carries out the user's instruction.\n"
-        "Rules:\n"
-        "- Answer only with an id that appears in the outline; never invent an id.\n"
-        "- Prefer the element that receives the input (the textbox, the button, the option) over "
-        "its container or its label text.\n"
-        "- For a native select (a combobox whose options are listed under it), use select_option "
-        "with the option's label. For a custom dropdown whose options are not shown yet, click it "
-        "and set opens_options to true; you will then be shown the options that appeared.\n"
-        "- When no element can carry out the instruction, return an empty list.\n"
-        "- When the instruction gives no value to fill, type, select or press, leave the arguments "
-        "empty ([]) rather than invent one: the user will supply it.\n"
-        f"{METHODS_GUIDE}\n\n"
-        f"{fence_rules(fence)}"
-    )
+    """The shared preamble (every verb's system prompt is the same; see :mod:`.common`)."""
+    return preamble(fence)
 
 
-#: The user message: instruction, variables, then the fenced outline (or one part of it).
-act_user = instruction_with_outline
+def act_user(instruction: str, outline: str, fence: Fence, *, variables: Mapping[str, str],
+             part: tuple[int, int] | None = None) -> str:
+    """The user message: the fenced outline (or one part), then the task, instruction and variables."""
+    return instruction_with_outline(instruction, outline, fence, variables=variables, part=part, task=ACT_TASK)
 
 
 def dropdown_user(instruction: str, clicked: str, new_lines: str, fence: Fence, *, variables: Mapping[str, str]) -> str:
-    """Second step of a custom dropdown: only the lines that appeared after the click."""
+    """Second step of a custom dropdown: only the lines that appeared after the click (page text
+    no earlier request held, so nothing to share: the task goes first)."""
     sections = [
         f"Instruction: {instruction}",
         (
@@ -76,22 +77,17 @@ def dropdown_user(instruction: str, clicked: str, new_lines: str, fence: Fence, 
 
 
 def heal_system(fence: Fence) -> str:
-    return (
-        "You help a program repair a browser action whose element changed or disappeared since "
-        "the action was planned. You are shown the action (what it did, its method and "
-        "arguments) and a fresh outline of the page: one line per element, '[id] role: name'. "
-        "Find the element that now plays the same part and return it with the same method and "
-        "arguments; keep %name% placeholders as they are. Answer only with an id from the outline. "
-        "When no element fits, return an empty list.\n\n"
-        f"{fence_rules(fence)}"
-    )
+    """The shared preamble (every verb's system prompt is the same; see :mod:`.common`)."""
+    return preamble(fence)
 
 
 def heal_user(description: str, method: str, arguments: Sequence[str], outline: str, fence: Fence,
               *, part: tuple[int, int] | None = None) -> str:
-    where = "" if part is None else f" (part {part[0]} of {part[1]} of a long page)"
-    return (
+    """The fresh outline first (what the failed act's request shared), then the action to repair."""
+    return page_then_task(page_section(outline, fence, part), [
+        "Task: repair a browser action whose element changed or disappeared since it was planned. Find the "
+        "element of the outline that now plays the same part and return it with the same method and arguments; "
+        "keep %name% placeholders as they are. When no element fits, return an empty list.",
         f"Action to repair:\n- description: {description or '(none)'}\n- method: {method}\n"
-        f"- arguments: {list(arguments)!r}\n\n"
-        f"Page outline{where}:\n{fence.wrap(outline, 'page outline')}"
-    )
+        f"- arguments: {list(arguments)!r}",
+    ])

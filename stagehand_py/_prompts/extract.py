@@ -7,7 +7,7 @@ reading stops as soon as the model says it has everything.
 
 from __future__ import annotations
 
-from .common import Fence, fence_rules
+from .common import Fence, page_section, page_then_task, preamble
 
 __all__ = [
     "DATA_DESCRIPTION",
@@ -39,19 +39,20 @@ URL_FIELD_DESCRIPTION = (
 )
 
 
+#: What extract() asks, after the outline.
+EXTRACT_TASK = (
+    "Task: answer with the data the instruction and the schema ask for, taken only from the page "
+    "outline above: never invent values. Copy text exactly as it appears. Where the schema asks for "
+    "a link's URL, give the id of the link element. Where a value is not on the page, say so: null "
+    "where the schema allows null, else an empty string or an empty list; never a guess. A long page "
+    "is shown one part per request: return only the data found in the part shown; the program merges "
+    "the parts."
+)
+
+
 def extract_system(fence: Fence) -> str:
-    return (
-        "You extract information from a web page. You are shown an outline of the page: one line "
-        "per element, '[id] role: name' followed by state such as value=\"...\", indented under "
-        "its parent; text appears as 'StaticText' lines. Answer with the requested data, taken "
-        "only from the page content: never invent values. Copy text exactly as it appears. Where "
-        "the schema asks for a link's URL, give the id of the link element; where a value is "
-        "absent from the content shown, leave it empty (empty string, empty list or null as the "
-        "schema allows).\n"
-        "Long pages are shown in parts, one part per request. Return only the data found in the "
-        "part shown; the program merges the parts.\n\n"
-        f"{fence_rules(fence)}"
-    )
+    """The shared preamble (every verb's system prompt is the same; see :mod:`.common`)."""
+    return preamble(fence)
 
 
 def extract_user(
@@ -62,12 +63,9 @@ def extract_user(
     part: tuple[int, int] | None = None,
     earlier: str | None = None,
 ) -> str:
-    where = "" if part is None else f" (part {part[0]} of {part[1]})"
-    sections = [f"Instruction: {instruction}"]
+    """The fenced outline (or one part) first, then what earlier parts gave, the task, the instruction."""
+    task = [EXTRACT_TASK, f"Instruction: {instruction}"]
     if earlier:
-        sections.append(
-            "Data already extracted from earlier parts (for deciding instruction_satisfied; do not "
-            f"repeat it):\n{fence.wrap(earlier, 'earlier extraction')}"
-        )
-    sections.append(f"Page content{where}:\n{fence.wrap(outline, 'page outline')}")
-    return "\n\n".join(sections)
+        task.insert(0, "Data already extracted from earlier parts (for deciding instruction_satisfied; do not "
+                    f"repeat it):\n{fence.wrap(earlier, 'earlier extraction')}")
+    return page_then_task(page_section(outline, fence, part), task)

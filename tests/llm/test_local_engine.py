@@ -62,6 +62,17 @@ async def test_grammar_constrained_json_usage_and_the_prompt_cache(model: LocalM
     assert timings["cache_n"] > 10, timings
 
 
+async def test_the_second_call_on_a_shared_prefix_reports_cached_tokens(model: LocalModel) -> None:
+    client = LLMClient(model)
+    page = "Page outline:\n" + "\n".join(f"[0-{i}] link: Book {i}" for i in range(40))
+    system = SystemMessage("You read web pages.")
+    first = await client.generate([system, UserMessage(f"{page}\n\nInstruction: is Book 7 listed?")], output=VERDICT)
+    second = await client.generate([system, UserMessage(f"{page}\n\nInstruction: is Book 70 listed?")], output=VERDICT)
+    assert first.usage.cached_tokens < first.usage.input_tokens
+    # Everything up to the instruction came from the slot's cache: only the new tail was computed.
+    assert second.usage.cached_tokens > 0.8 * second.usage.input_tokens, second.usage
+
+
 def _request(messages: list[Any], schema: dict[str, Any] | None) -> Any:
     from stagehand_py.llm._request import LLMRequest
 

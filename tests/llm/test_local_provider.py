@@ -154,3 +154,33 @@ def test_the_request_sent_to_the_engine_is_schema_constrained_and_streamed(tmp_p
     assert params["stream"] is True and params["cache_prompt"] is True and params["temperature"] == 0.0
     with pytest.raises(InvalidArgumentError, match="n_ctx"):
         LocalModel(gguf, n_ctx=10)
+
+
+def test_cached_prompt_tokens_are_read_from_the_engines_timings_or_usage(tmp_path: Path) -> None:
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    model = LocalModel(gguf)
+    answer = {"choices": [{"delta": {"content": "{}"}, "finish_reason": "stop"}]}
+    streamed = model._parse([answer, {"timings": {"prompt_n": 40, "cache_n": 900, "predicted_n": 5}}], wall_ms=1.0)
+    assert (streamed.usage.input_tokens, streamed.usage.cached_tokens, streamed.usage.output_tokens) == (940, 900, 5)
+    first = model._parse([answer, {"timings": {"prompt_n": 940, "cache_n": 0, "predicted_n": 5}}], wall_ms=1.0)
+    assert first.usage.cached_tokens == 0
+    reported = model._parse([answer, {"usage": {"prompt_tokens": 940, "completion_tokens": 5,
+                                                "prompt_tokens_details": {"cached_tokens": 512}}}], wall_ms=1.0)
+    assert (reported.usage.input_tokens, reported.usage.cached_tokens) == (940, 512)
+
+
+def test_threads_are_the_physical_cores_of_the_affinity_mask(tmp_path: Path) -> None:
+    from stagehand_py.llm._providers._local import physical_cores
+
+    # Four logical CPUs: two cores with two hyper-threads each; the process may use CPUs 0, 1 and 2.
+    for cpu, core in enumerate([0, 0, 1, 1]):
+        folder = tmp_path / f"cpu{cpu}" / "topology"
+        folder.mkdir(parents=True)
+        (folder / "physical_package_id").write_text("0\n")
+        (folder / "core_id").write_text(f"{core}\n")
+    assert physical_cores({0, 1, 2, 3}, tmp_path) == 2
+    assert physical_cores({0, 1}, tmp_path) == 1
+    assert physical_cores({0, 2}, tmp_path) == 2
+    assert physical_cores({0, 7}, tmp_path) == 2  # no topology for a CPU: count the CPUs
+    assert physical_cores() >= 1

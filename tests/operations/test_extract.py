@@ -125,7 +125,7 @@ async def test_chunked_extract_stops_early_and_stays_in_budget(page, server):
         def model(request):
             text = first_user(request)
             seen.append(text)
-            part = re.search(r"Page content \(part (\d+) of (\d+)\)", text)
+            part = re.search(r"Page outline \(part (\d+) of (\d+)", text)
             assert part, "a long page is sent in parts"
             done = int(part.group(1)) == 3
             return {"data": {"entries": [f"part {part.group(1)}"]}, "instruction_satisfied": done}

@@ -46,7 +46,7 @@ PRICE = {"type": "object", "properties": {"price": {"type": ["string", "null"]}}
 def good_model(request):
     """Answers as a good model would: the named offer when the outline shows it, else nothing."""
     user = first_user(request)
-    name = next(n for n in NAMES if f"{n} offer" in user.split("Page", 1)[0])
+    name = next(n for n in NAMES if f"{n} offer" in user.split("Instruction:", 1)[1].split("\n", 1)[0])
     if request.purpose == "extract":
         m = re.search(rf"StaticText: {name} offer costs (\S+)", user)
         return {"data": {"price": m.group(1) if m else None}, "instruction_satisfied": bool(m)}

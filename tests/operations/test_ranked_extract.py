@@ -43,7 +43,7 @@ NAMES = {"type": "object", "properties": {"names": {"type": "array", "items": {"
 
 async def test_a_lookup_reads_the_part_with_the_row_first_and_stops(make_stagehand, server):
     def model(request):  # correct data, but cautious: never says it is satisfied
-        text = first_user(request).split("Page content", 1)[1]
+        text = first_user(request).split("Page outline", 1)[1]
         if "names" in request.output_schema["properties"]["data"]["properties"]:
             return {"data": {"names": re.findall(r"cell: (Widget \d+)", text)}, "instruction_satisfied": False}
         m = re.search(r"cell: Widget 1234\n\s*\[\S+\] cell: (\S+)", text)

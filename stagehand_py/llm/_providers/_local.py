@@ -60,6 +60,7 @@ __all__ = [
     "check_memory",
     "import_engine",
     "models_dir",
+    "physical_cores",
     "release_local_models",
     "resolve_model_path",
 ]
@@ -152,6 +153,23 @@ def check_memory(path: Path, n_ctx: int, *, available: Callable[[], int | None] 
             f"(the file plus a {n_ctx}-token context) and {free / 2**30:.1f} GiB is free. Close other programs, "
             "lower LocalModel(n_ctx=...), or use a smaller model."
         )
+
+
+def physical_cores(cpus: Any = None, topology: Path = Path("/sys/devices/system/cpu")) -> int:
+    """Physical cores this process may run on: the CPUs of its affinity mask, hyper-threads of
+    one core counted once (llama.cpp computes no faster with two threads on one core, and a
+    thread per logical CPU leaves none for the browser). Falls back to the CPU count."""
+    if cpus is None:
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    cores: set[tuple[str, str]] = set()
+    for cpu in cpus:
+        try:
+            package = (topology / f"cpu{cpu}" / "topology" / "physical_package_id").read_text().strip()
+            core = (topology / f"cpu{cpu}" / "topology" / "core_id").read_text().strip()
+        except OSError:
+            return max(1, len(cpus))
+        cores.add((package, core))
+    return max(1, len(cores))
 
 
 def import_engine(environ: Any = None, importer: Callable[[], Any] | None = None) -> Any:
@@ -247,9 +265,9 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
     params.port = 0
     api_key = secrets.token_urlsafe(24)
     params.api_keys = [api_key]
-    if n_threads is not None:
-        params.cpuparams.n_threads = n_threads
-        params.cpuparams_batch.n_threads = n_threads
+    threads = n_threads if n_threads is not None else physical_cores()
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
     started = time.perf_counter()
     try:
         server = xllamacpp.Server(params)
@@ -259,7 +277,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
             "a model llama.cpp knows. Fetch it again (`python scripts/fetch_local_model.py --download` checks its "
             "SHA-256)."
         ) from exc
-    logger.info("loaded local model %s in %.1f s (n_ctx=%d)", path.name, time.perf_counter() - started, n_ctx)
+    logger.info("loaded local model %s in %.1f s (n_ctx=%d, %d threads)", path.name, time.perf_counter() - started, n_ctx,
+                threads)
     return _Engine(server=server, api_key=api_key)
 
 
@@ -271,7 +290,7 @@ class LocalModel:
         LLMClient(LocalModel("~/models/qwen.gguf", n_ctx=8192, n_threads=2))
 
     ``n_ctx`` bounds prompt plus answer (keep ``Stagehand(token_budget=...)`` below it);
-    ``n_threads`` defaults to llama.cpp's choice; ``timeout`` (seconds per request, counted from
+    ``n_threads`` defaults to the physical cores this process may use (:func:`physical_cores`); ``timeout`` (seconds per request, counted from
     when the engine starts on it) defaults to the profile's bound for each prompt's size. The file
     is checked here; the model is loaded
     (``import xllamacpp`` included) on the first request and shared with every other
@@ -425,13 +444,20 @@ class LocalModel:
                 finish = choice.get("finish_reason") or finish
             usage_raw = chunk.get("usage") or usage_raw
             timings = chunk.get("timings") or timings
+        # llama.cpp's timings: prompt_n tokens computed now, cache_n taken from the slot's cache
+        # (the prefix this prompt shares with the slot's previous one). A streamed answer carries
+        # no usage unless asked; when it does, its prompt_tokens_details say the same.
+        cached = int(timings.get("cache_n", 0) or 0)
         if usage_raw:
             input_tokens = int(usage_raw.get("prompt_tokens", 0) or 0)
             output_tokens = int(usage_raw.get("completion_tokens", 0) or 0)
+            details = usage_raw.get("prompt_tokens_details") or {}
+            cached = int(details.get("cached_tokens", 0) or 0) or cached
         else:
-            input_tokens = int(timings.get("prompt_n", 0) or 0) + int(timings.get("cache_n", 0) or 0)
+            input_tokens = int(timings.get("prompt_n", 0) or 0) + cached
             output_tokens = int(timings.get("predicted_n", 0) or 0)
-        usage = Usage(requests=1, input_tokens=input_tokens, output_tokens=output_tokens, wall_ms=wall_ms)
+        usage = Usage(requests=1, input_tokens=input_tokens, output_tokens=output_tokens,
+                      cached_tokens=min(cached, input_tokens), wall_ms=wall_ms)
         return ModelResponse(text="".join(text), usage=usage, model=self.model_name, finish_reason=finish)
 
     def _raise_error(self, error: Any) -> None:

@@ -1,0 +1,103 @@
+"""The right part of a big page: an element is ranked with the heading or group that gives it meaning.
+
+The page mimics a Django admin change list (a long table of books with an "In stock" column, then
+a Filter sidebar whose "By in stock" group holds links "All", "Yes", "No"). "Filter the list to
+books that are not in stock" must reach "No" under "By in stock": its part goes first, and its
+choice line says which "No" it is.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from _server import Response
+
+from stagehand_py._operations._budget import pieces
+from stagehand_py._operations._relevance import rank_chunks, sections
+from stagehand_py.llm import LLMClient, LLMRequest
+from stagehand_py.testing import FunctionLLM, capture_requests
+
+from .test_choice_mode import enum_of
+
+INSTRUCTION = "Filter the list to books that are not in stock"
+
+
+def _changelist(rows: int) -> str:
+    body = "".join(
+        f"<tr><td><input type=checkbox aria-label='Select this book'></td><th><a href='/b/{i}'>The Book of Harbor {i}</a></th>"
+        f"<td>Ada Lovelace</td><td>{'True' if i % 3 else 'False'}</td></tr>" for i in range(rows))
+    groups = "".join(
+        f"<details open><summary>By {title}</summary><ul>"
+        + "".join(f"<li><a href='?{key}={value}'>{label}</a></li>" for label, value in options)
+        + "</ul></details>"
+        for title, key, options in [
+            ("genre", "genre", [("All", ""), ("Fiction", "f"), ("History", "h")]),
+            ("in stock", "in_stock", [("All", ""), ("Yes", "1"), ("No", "0")]),
+            ("published", "year", [("Any date", ""), ("This year", "y")]),
+        ])
+    return f"""<!DOCTYPE html><html><head><title>Select book to change</title></head><body>
+<nav aria-label="Breadcrumbs"><a href="/">Home</a> › Books</nav>
+<aside><input type=search aria-label="Filter navigation items">
+<table><caption>Books</caption><tr><th>Change or view list link</th></tr><tr><th><a href="/books/">Books</a></th></tr>
+<tr><th><a href="/authors/">Authors of books</a></th></tr></table></aside>
+<h1>Select book to change</h1><a href="/add">Add book</a>
+<select aria-label="Action"><option>Delete selected books</option><option>Mark books in stock</option></select>
+<form><input type=search aria-label="Search books"><button>Search</button></form>
+<table><thead><tr><th>Select</th><th><a href="?o=1">Title</a></th><th><a href="?o=2">Author</a></th>
+<th><a href="?o=3">In stock</a></th></tr></thead><tbody>{body}</tbody></table>
+<p>{rows} books</p>
+<nav aria-label="Filter"><h2>Filter</h2>{groups}</nav></body></html>"""
+
+
+def test_sections_give_an_element_the_labels_of_its_group() -> None:
+    outline = """\
+[0-1] navigation: Filter
+  [0-2] heading: Filter
+  [0-3] group
+    [0-4] button: By genre
+    [0-5] list
+      [0-6] link: All
+  [0-7] group
+    [0-8] button: By in stock
+    [0-9] list
+      [0-10] link: No"""
+    found = {element.id: labels for element, labels in sections(outline.split("\n")) if element is not None}
+    assert found["0-10"] == ("By in stock", "Filter")
+    assert found["0-6"] == ("By genre", "Filter")
+    assert found["0-8"] == ("Filter",)  # a label does not label the label after it
+
+
+async def test_the_not_in_stock_filter_is_reached_on_a_big_change_list(make_stagehand, server):
+    offered: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        choices = enum_of(request)
+        offered.append(choices)
+        wanted = [c for c in choices if c.startswith("link: No (By in stock)")]
+        line = wanted[0] if wanted else request.output_schema["properties"]["elements"]["items"]["properties"][
+            "element"]["enum"][-1]
+        return {"elements": [{"element": line, "method": "click", "arguments": []}], "opens_options": False}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000)
+    with server.route("/books/", lambda req: Response.html(_changelist(400))):
+        await sh.page.goto(server.url("books/"))
+        snapshot = await sh.snapshot()
+        assert snapshot.tokens > 12_000  # a page the model sees in parts
+        with capture_requests() as calls:
+            result = await sh.act(INSTRUCTION, vision=False)
+    assert result.success, result.message
+    assert len(calls) == 1  # the part with the filter was asked first
+    assert parse_qs(urlsplit(sh.page.url).query) == {"in_stock": ["0"]}
+    assert len(offered[0]) <= 41  # tens of choices, not hundreds
+
+
+async def test_control_ranking_parts_by_words_alone_puts_the_table_first(make_stagehand, server):
+    sh = await make_stagehand()
+    with server.route("/books/", lambda req: Response.html(_changelist(400))):
+        await sh.page.goto(server.url("books/"))
+        text = (await sh.snapshot()).tree
+    chunks = pieces(text, 1500)
+    filter_part = next(c.index for c in chunks if "button: By in stock" in c.text)
+    assert rank_chunks(chunks, INSTRUCTION, elements=True)[0].index == filter_part
+    # Control: by words alone the header part (title, "In stock" column, "books" everywhere) wins.
+    assert rank_chunks(chunks, INSTRUCTION)[0].index != filter_part
