@@ -25,8 +25,9 @@ from .._stagehand import Stagehand
 from .._types import Action, Variables
 from ..agent._domains import DomainGuard, url_allowed
 from ..llm import LLMClient
+from ..llm._policy import token_budget_for
 from ..snapshot import Snapshot
-from ._config import LOCAL_TOKEN_BUDGET, MCPServerConfig
+from ._config import MCPServerConfig
 from ._snapshot_pages import snapshot_page
 from ._tabs import describe_tabs, tab_at
 
@@ -59,8 +60,8 @@ class ServerBrowser:
 
     def _options(self) -> dict[str, Any]:
         budget = self.config.token_budget
-        if budget is None and self.client is not None and self.client.model_name.startswith("local/"):
-            budget = LOCAL_TOKEN_BUDGET
+        if budget is None and self.client is not None:
+            budget = token_budget_for(self.client.model_name)
         return {"model": self.client, **({"token_budget": budget} if budget is not None else {})}
 
     async def stagehand(self) -> Stagehand:
@@ -130,8 +131,8 @@ def _json(value: Any) -> str:
 def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = None) -> tuple[MCPServer, ServerBrowser]:
     """The MCP server for ``config`` and the browser session its tools drive (close it after)."""
     if session is None:
-        model = config.resolved_model()
-        client = None if model is None else LLMClient(model, base_url=config.base_url)
+        choice = config.resolved_model()
+        client = None if choice is None else LLMClient(choice.model, base_url=choice.base_url or config.base_url)
         session = ServerBrowser(config, variables=config.resolved_variables(), client=client)
     browser = session
     server: MCPServer = MCPServer("stagehand-py", instructions=INSTRUCTIONS, log_level="WARNING")
