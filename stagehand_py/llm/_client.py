@@ -128,13 +128,14 @@ def resolve_model(
         return _azure_model(name, api_key=api_key, endpoint=base_url, api_version=api_version,
                             token_provider=azure_ad_token_provider, timeout=timeout, profile=chosen,
                             http_client=http_client, environ=environ)
-    env_var = env_var_for(provider)
     key = api_key or next((environ[v] for v in key_env_vars(provider) if environ.get(v)), None)
     if not key:
         if base_url is None:
             raise ConfigurationError(
-                f"no API key for {model!r}: pass api_key= or set the {env_var} environment variable; "
-                "for a local OpenAI-compatible server pass base_url= (e.g. 'http://localhost:11434/v1')."
+                f"no API key for {model!r}: pass api_key= or set the {' or '.join(key_env_vars(provider))} "
+                "environment variable"
+                + ("; for a local OpenAI-compatible server pass base_url= (e.g. 'http://localhost:11434/v1')."
+                   if provider == "openai" else ".")
             )
         key = "not-needed"  # local servers ignore it, the SDKs insist on one
     # Imported here: each SDK takes a second or more to import, and a user of one provider

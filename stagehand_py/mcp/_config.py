@@ -23,8 +23,8 @@ from ..llm._policy import ModelChoice, default_model
 
 __all__ = ["SNAPSHOT_MAX_TOKENS", "MCPServerConfig", "VariableSource", "load_config"]
 
-#: The snapshot tool's page size when the client gives none: a large page (stdtypes.html is ~250k
-#: tokens) comes in pages a client's context can hold.
+#: The snapshot tool's page size when the client gives none: a large page (stdtypes.html's outline
+#: is ~151k tokens) comes in pages a client's context can hold.
 SNAPSHOT_MAX_TOKENS = 20000
 
 

@@ -193,6 +193,7 @@ def test_public_surface_is_pinned() -> None:
         "RetryPolicy", "Usage", "UsageLimits", "ModelPrice", "PRICES_AS_OF", "price_for", "Metrics", "Redactor", "REDACTED", "CapturedCall",
         "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel", "release_local_models",
             "Timing", "LOCAL_TIMING",
+        "default_model", "ModelChoice", "EMBEDDED_MODEL_FILE", "HOSTED_DEFAULTS", "LOCAL_TOKEN_BUDGET",
     }
     assert set(testing.__all__) == {
         "FunctionLLM", "ScriptedLLM", "Answer", "block_model_requests", "capture_requests",
