@@ -7,7 +7,7 @@
    spoken to as ``openai/<STAGEHAND_MODEL>`` (default :data:`SERVER_MODEL`); no key needed.
 2. ``STAGEHAND_MODEL`` with a provider prefix (``openai/...``, ``anthropic/...``, ``local/...``):
    that model, whatever keys are set (its client then says what is missing, if anything).
-3. A provider key: ``OPENAI_API_KEY`` (first), then ``ANTHROPIC_API_KEY``; a bare
+3. A provider key: ``OPENAI_API_KEY`` (first), then ``ANTHROPIC_API_KEY``, then ``GEMINI_API_KEY``; a bare
    ``STAGEHAND_MODEL`` names the model of that provider, else its default in :data:`HOSTED_DEFAULTS`.
 4. No key: the embedded model in this process, when its engine (``xllamacpp``) is installed and
    its file is present: ``STAGEHAND_LOCAL_MODEL`` (a path or a file name), else
@@ -51,6 +51,7 @@ SERVER_MODEL = "llama3.2"
 HOSTED_DEFAULTS: Mapping[str, tuple[str, str]] = {
     "openai": ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),
     "anthropic": ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+    "google": ("GEMINI_API_KEY", "google/gemini-2.5-flash"),
 }
 
 

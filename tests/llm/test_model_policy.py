@@ -32,6 +32,7 @@ def engine_installed(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"OPENAI_API_KEY": "k"}, ("openai/gpt-4.1-mini", None, "OPENAI_API_KEY")),
         ({"ANTHROPIC_API_KEY": "k", "STAGEHAND_MODEL": "claude-x"}, ("anthropic/claude-x", None, "ANTHROPIC_API_KEY")),
         ({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, ("openai/gpt-4.1-mini", None, "OPENAI_API_KEY")),
+        ({"GEMINI_API_KEY": "k"}, ("google/gemini-2.5-flash", None, "GEMINI_API_KEY")),
         # A provider named explicitly wins over the keys (its client says what is missing).
         ({"OPENAI_API_KEY": "k", "STAGEHAND_MODEL": "anthropic/claude-x"}, ("anthropic/claude-x", None, "STAGEHAND_MODEL")),
         ({"STAGEHAND_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "k"},
@@ -94,7 +95,7 @@ def test_no_module_keeps_a_rule_of_its_own() -> None:
 
 async def test_the_library_uses_the_embedded_model_when_no_key_is_set(page, tmp_path: Path, engine_installed: None,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "STAGEHAND_MODEL", "STAGEHAND_BASE_URL", "STAGEHAND_LOCAL_MODEL"):
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "STAGEHAND_MODEL", "STAGEHAND_BASE_URL", "STAGEHAND_LOCAL_MODEL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("STAGEHAND_MODELS_DIR", str(tmp_path))
     sh = Stagehand(page)
