@@ -27,6 +27,7 @@ from .browser._session import BrowserSession, connect_browser, connect_playwrigh
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
 from .llm import LanguageModel, LLMClient, Metrics, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
+from .llm._policy import ModelChoice, default_model, token_budget_for
 from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
@@ -44,8 +45,6 @@ ModelSpec = str | LLMClient | LanguageModel
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
-#: Model used when ``model=`` is not given but a provider key is in the environment.
-DEFAULT_MODELS = {"OPENAI_API_KEY": "openai/gpt-4.1-mini", "ANTHROPIC_API_KEY": "anthropic/claude-sonnet-4-5"}
 
 
 class LLMOptions(TypedDict, total=False):
@@ -77,7 +76,8 @@ class StagehandOptions(TypedDict, total=False):
     """Keyword options of ``Stagehand(...)``, also accepted by ``launch()`` and ``connect()``."""
 
     #: ``"provider/model"`` string, a model object (e.g. ``stagehand_py.testing.FunctionLLM``)
-    #: or an ``LLMClient``. Default: from OPENAI_API_KEY / ANTHROPIC_API_KEY when set.
+    #: or an ``LLMClient``. Default: :func:`stagehand_py.llm.default_model` (a provider key, an
+    #: OpenAI-compatible server, else the embedded model when installed).
     model: ModelSpec | None
     api_key: str | None
     base_url: str | None
@@ -85,8 +85,9 @@ class StagehandOptions(TypedDict, total=False):
     cache_dir: str | os.PathLike[str] | None
     #: Re-locate an element whose selector broke, with one model call, and retry once.
     self_heal: bool
-    #: Maximum estimated prompt tokens of any one model call.
-    token_budget: int
+    #: Maximum estimated prompt tokens of any one model call (default 16000; 6000 for a local model
+    #: chosen by default).
+    token_budget: int | None
     #: Seconds to wait at most for the page to settle before reading it and after acting.
     dom_settle_timeout: float
     #: More ``LLMClient`` options (``max_reasks``, ``timeout``, ``usage_limits``, ``temperature``...).
@@ -123,7 +124,7 @@ class Stagehand:
         base_url: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         self_heal: bool = True,
-        token_budget: int = 16_000,
+        token_budget: int | None = None,
         dom_settle_timeout: float = 5.0,
         llm_options: LLMOptions | None = None,
         follow_new_tabs: bool = True,
@@ -142,18 +143,25 @@ class Stagehand:
         self._ordinals = FrameOrdinals()
         self._snapshot_memory = EngineMemory()
         self._closed = False
-        if not isinstance(token_budget, int) or token_budget < 1000:
+        if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 1000):
             raise InvalidArgumentError(f"token_budget must be an int of at least 1000 tokens, got {token_budget!r}.")
         if dom_settle_timeout <= 0:
             raise InvalidArgumentError(f"dom_settle_timeout must be a positive number of seconds, got {dom_settle_timeout!r}.")
         self._model_spec = model
         self._llm_config: dict[str, Any] = {"api_key": api_key, "base_url": base_url, **dict(llm_options or {})}
         self._client: LLMClient | None = None
+        # The environment's model, decided once here by the library's one rule; its client is made
+        # on first use (an embedded model loads only when a verb needs it).
+        self._default_choice: ModelChoice | None = None
         if model is not None:
             self._client = self._make_client(model)  # a bad model or a missing key fails here, not mid-flow
+        else:
+            self._default_choice = default_model()
         self._cache = ActionCache(cache_dir) if cache_dir is not None else None
         self._self_heal = bool(self_heal)
-        self._token_budget = token_budget
+        chosen = self._client.model_name if self._client is not None else (
+            self._default_choice.model if self._default_choice is not None else "")
+        self._token_budget = token_budget or token_budget_for(chosen)
         self._dom_settle_timeout = float(dom_settle_timeout)
         self._helpers_installed = False
         self._known_variables: dict[str, Any] = {}
@@ -399,11 +407,8 @@ class Stagehand:
 
     def _get_client(self) -> LLMClient:
         if self._client is None:
-            for env_var, default in DEFAULT_MODELS.items():
-                if os.environ.get(env_var):
-                    self._client = self._make_client(default)
-                    break
-            else:
+            choice = self._default_choice
+            if choice is None:
                 if self._llm_config.get("base_url"):
                     raise ConfigurationError(
                         "base_url is set but no model name: pass model='openai/<model name on that server>' too."
@@ -411,14 +416,17 @@ class Stagehand:
                 raise ConfigurationError(
                     "observe(), extract() and act(<instruction>) need a model, and none is configured. Pass "
                     "Stagehand(..., model='openai/gpt-4.1-mini') (or any 'provider/model', or a model object such as "
-                    "stagehand_py.testing.FunctionLLM), set OPENAI_API_KEY or ANTHROPIC_API_KEY, or use a local "
-                    "OpenAI-compatible server with model='openai/<name>', base_url='http://localhost:11434/v1'. "
-                    "snapshot() and act(<Action>) work without one."
+                    "stagehand_py.testing.FunctionLLM), set OPENAI_API_KEY or ANTHROPIC_API_KEY, use a local "
+                    "OpenAI-compatible server with model='openai/<name>', base_url='http://localhost:11434/v1', or "
+                    "install the embedded model (bash scripts/setup.sh). snapshot() and act(<Action>) work without one."
                 )
+            if choice.base_url and not self._llm_config.get("base_url"):
+                self._llm_config["base_url"] = choice.base_url
+            self._client = self._make_client(choice.model)
         return self._client
 
     def _has_model(self) -> bool:
-        return self._client is not None or any(os.environ.get(v) for v in DEFAULT_MODELS)
+        return self._client is not None or self._default_choice is not None
 
     @property
     def metrics(self) -> Metrics:

@@ -7,9 +7,9 @@ Playwright and the rest of stagehand_py only then.
 Options (group ``stagehand``), each also a keyword of ``@pytest.mark.stagehand(...)``:
 
 - ``--stagehand-model`` / ``model=``: a model string, an ``LLMClient``, any model object, or a
-  test double (``FunctionLLM``/``ScriptedLLM``). Default: ``$STAGEHAND_MODEL``; else the hosted
-  default when ``OPENAI_API_KEY``/``ANTHROPIC_API_KEY`` is set; else the embedded model when it is
-  installed (``bash scripts/setup.sh``); else ``openai/gpt-4.1-mini``.
+  test double (``FunctionLLM``/``ScriptedLLM``). Default: the library's one rule,
+  :func:`stagehand_py.llm.default_model` (``$STAGEHAND_BASE_URL``, ``$STAGEHAND_MODEL``, a provider
+  key, else the embedded model when it is installed), else ``openai/gpt-4.1-mini`` (for cassettes).
 - ``--stagehand-base-url`` / ``base_url=``: an OpenAI-compatible server for a model string.
 - ``--stagehand-choice-mode`` / ``choice_mode=True``: answers pick among the page's own lines.
 - ``--stagehand-record none|once|all|live``: model-call cassettes beside the test module, at
@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import os
 import re
 import shutil
 from collections.abc import AsyncIterator, Generator, Iterator
@@ -48,9 +47,7 @@ __all__ = ["StagehandTestConfig"]
 
 _RECORD_MODES = ("none", "once", "all", "live")
 _MARKER_KEYS = frozenset({"model", "variables", "base_url", "choice_mode"})
-#: The embedded model set-up fetches (scripts/setup.sh).
-_EMBEDDED_GGUF = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-_EMBEDDED_TOKEN_BUDGET = 6000
+#: The model named when the environment configures none: a cassette recorded with it still replays.
 _DEFAULT_MODEL = "openai/gpt-4.1-mini"
 _ARTIFACTS_DEFAULT = "stagehand-artifacts"
 #: The report stash key under which the call-phase report of a test is kept.
@@ -151,22 +148,12 @@ def is_test_double(model: Any) -> bool:
     return bool(getattr(inner, "is_test_double", False))
 
 
-def _default_model(environ: Any = None) -> str:
-    env = os.environ if environ is None else environ
-    if env.get("STAGEHAND_MODEL"):
-        return str(env["STAGEHAND_MODEL"])
-    if env.get("OPENAI_API_KEY"):
-        return _DEFAULT_MODEL
-    if env.get("ANTHROPIC_API_KEY"):
-        return "anthropic/claude-sonnet-4-5"
-    import importlib.util
+def _default_model(environ: Any = None) -> tuple[str, str | None]:
+    """The model (and its server) the library's one rule picks, else :data:`_DEFAULT_MODEL`."""
+    from .llm._policy import default_model
 
-    from .llm._providers._local import models_dir
-
-    folder = models_dir(env)
-    if folder is not None and (folder / _EMBEDDED_GGUF).is_file() and importlib.util.find_spec("xllamacpp"):
-        return f"local/{folder / _EMBEDDED_GGUF}"
-    return _DEFAULT_MODEL
+    choice = default_model(environ)
+    return (choice.model, choice.base_url) if choice is not None else (_DEFAULT_MODEL, None)
 
 
 def _safe_name(text: str, *, limit: int = 120) -> str:
@@ -184,8 +171,11 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
             f"@pytest.mark.stagehand takes only {', '.join(sorted(_MARKER_KEYS))} as keywords, got "
             f"{sorted(unknown) or list(marker.args)} on {request.node.nodeid}."
         )
-    model = kwargs.get("model") or config.getoption("stagehand_model") or _default_model()
+    model = kwargs.get("model") or config.getoption("stagehand_model")
     base_url = kwargs.get("base_url") or config.getoption("stagehand_base_url")
+    if not model:
+        model, default_base_url = _default_model()
+        base_url = base_url or default_base_url
     choice_mode = kwargs.get("choice_mode", config.getoption("stagehand_choice_mode"))
     variables = dict(kwargs.get("variables") or {})
     cache_opt = config.getoption("stagehand_cache_dir")
@@ -314,7 +304,9 @@ def _client_for(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:
 
 
 def _token_budget(cfg: StagehandTestConfig) -> int | None:
-    return _EMBEDDED_TOKEN_BUDGET if cfg.model_kind == "embedded" else None
+    from .llm._policy import LOCAL_TOKEN_BUDGET
+
+    return LOCAL_TOKEN_BUDGET if cfg.model_kind == "embedded" else None
 
 
 def _real_client(cfg: StagehandTestConfig, traffic: _ModelTraffic) -> Any:

@@ -86,7 +86,7 @@ class Stagehand:
         base_url: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         self_heal: bool = True,
-        token_budget: int = 16_000,
+        token_budget: int | None = None,
         dom_settle_timeout: float = 5.0,
         llm_options: LLMOptions | None = None,
         follow_new_tabs: bool = True,

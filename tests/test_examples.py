@@ -52,7 +52,7 @@ def no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"ANTHROPIC_API_KEY": "k"}, ("anthropic/claude-sonnet-4-5", None, "ANTHROPIC_API_KEY")),
         (
             {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "STAGEHAND_MODEL": "anthropic/claude-x"},
-            ("anthropic/claude-x", None, "ANTHROPIC_API_KEY"),
+            ("anthropic/claude-x", None, "STAGEHAND_MODEL"),
         ),
         (
             {"STAGEHAND_BASE_URL": "http://localhost:11434/v1", "OPENAI_API_KEY": "k"},

@@ -51,7 +51,7 @@ TOP_LEVEL = {
 
 #: Public modules besides the top level: each has a literal ``__all__`` whose names all resolve.
 PUBLIC_MODULES = ["stagehand_py", "stagehand_py.llm", "stagehand_py.testing", "stagehand_py.agent", "stagehand_py.sync_api",
-                  "stagehand_py.tracing", "stagehand_py.mcp"]
+                  "stagehand_py.tracing", "stagehand_py.mcp", "stagehand_py.browser"]
 
 
 def test_top_level_exports_exactly_the_pinned_names() -> None:

@@ -1,7 +1,8 @@
 """Vision: what the outline cannot say.
 
 - :func:`measure_dom_confidence` / ``Snapshot.dom_confidence``: how much of a page the
-  accessibility outline can tell a model (0..1; rules in ``_confidence.js``).
+  accessibility outline can tell a model (0..1; measured with the snapshot, in
+  ``snapshot/_confidence.js``), the signal to look at the screenshot.
 - :func:`annotated_screenshot`: the viewport with numbered boxes around the snapshot's
   actionable elements; box numbers map to outline element ids.
 - :func:`page_screenshot`: the viewport or one element, for extraction.
@@ -11,8 +12,8 @@
 Images are capped in size (downscaled, PNG or JPEG by size) and deterministic for one page state.
 """
 
+from ..snapshot._confidence import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from ._annotate import Screenshot, actionable_ids, annotated_screenshot, page_screenshot
-from ._confidence import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from ._image import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE, Box, estimate_image_tokens
 from ._mask import MASK_COLOR, masked_screenshot, secret_fields
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import ConfigurationError, StagehandError
-from .._stagehand import DEFAULT_MODELS
 from ..llm import LLMClient
+from ..llm._policy import default_model
 from ._evidence import EvidenceStore
 from ._factory import DEFAULT_RUNNER, RunnerFactory
 from ._memory import RunMemory
@@ -114,12 +113,13 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _model_client(model: str | None) -> LLMClient:
     """A client for the planner or the memory model: ``model``, or the default from the environment."""
-    if model is None:
-        model = next((m for env, m in DEFAULT_MODELS.items() if os.environ.get(env)), None)
-        if model is None:
-            raise SystemExit("--prompt and --memory need a model: pass --model (or --memory-model), or set "
-                             "OPENAI_API_KEY or ANTHROPIC_API_KEY")
-    return LLMClient(model)
+    if model is not None:
+        return LLMClient(model)
+    choice = default_model()
+    if choice is None:
+        raise SystemExit("--prompt and --memory need a model: pass --model (or --memory-model), set "
+                         "OPENAI_API_KEY or ANTHROPIC_API_KEY, or install the embedded model (bash scripts/setup.sh)")
+    return LLMClient(choice.model, base_url=choice.base_url)
 
 
 def _resolve_run_dir(args: argparse.Namespace) -> tuple[EvidenceStore, bool]:

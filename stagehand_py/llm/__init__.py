@@ -28,6 +28,7 @@ from ._messages import (
     ToolResultPart,
     UserMessage,
 )
+from ._policy import EMBEDDED_MODEL_FILE, HOSTED_DEFAULTS, LOCAL_TOKEN_BUDGET, ModelChoice, default_model
 from ._pricing import PRICES_AS_OF, ModelPrice, price_for
 from ._profiles import (
     LOCAL_TIMING,
@@ -72,6 +73,11 @@ __all__ = [
     "LOCAL_TIMING",
     "LocalModel",
     "release_local_models",
+    "default_model",
+    "ModelChoice",
+    "EMBEDDED_MODEL_FILE",
+    "HOSTED_DEFAULTS",
+    "LOCAL_TOKEN_BUDGET",
     "RetryPolicy",
     "Usage",
     "UsageLimits",

@@ -8,7 +8,6 @@ variable (``{"env": "APP_PASSWORD"}``) that the MCP client's launcher sets.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections.abc import Mapping
@@ -18,16 +17,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._errors import ConfigurationError
-from .._stagehand import DEFAULT_MODELS
 from .._types import Variables, VariableSpec
-from ..llm._providers._local import models_dir
+from ..llm._policy import ModelChoice, default_model
 
-__all__ = ["EMBEDDED_MODEL_FILE", "LOCAL_TOKEN_BUDGET", "MCPServerConfig", "VariableSource", "load_config"]
-
-#: The embedded model scripts/setup.sh fetches; the default when no key is set and it is installed.
-EMBEDDED_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-#: A local model is slow on a CPU (seconds per 1k prompt tokens): keep its prompts small.
-LOCAL_TOKEN_BUDGET = 6000
+__all__ = ["MCPServerConfig", "VariableSource", "load_config"]
 
 
 class VariableSource(BaseModel):
@@ -87,19 +80,12 @@ class MCPServerConfig(BaseModel):
             resolved[name] = spec
         return dict(resolved)
 
-    def resolved_model(self, environ: Mapping[str, str] | None = None) -> str | None:
-        """The model to use: the configured one, a hosted default for a key in the environment,
-        the embedded model when it is installed, or None."""
-        env = os.environ if environ is None else environ
+    def resolved_model(self, environ: Mapping[str, str] | None = None) -> ModelChoice | None:
+        """The model to use: the configured one (with ``base_url``), else the library's default
+        (:func:`stagehand_py.llm.default_model`), or None."""
         if self.model:
-            return self.model
-        for env_var, default in DEFAULT_MODELS.items():
-            if env.get(env_var):
-                return default
-        folder = models_dir(env)
-        if folder is not None and (folder / EMBEDDED_MODEL_FILE).is_file() and importlib.util.find_spec("xllamacpp"):
-            return f"local/{folder / EMBEDDED_MODEL_FILE}"
-        return None
+            return ModelChoice(self.model, self.base_url, "configuration")
+        return default_model(environ)
 
 
 def load_config(path: str | os.PathLike[str] | None, **overrides: Any) -> MCPServerConfig:

@@ -25,7 +25,8 @@ from .._stagehand import Stagehand
 from .._types import Action, Variables
 from ..agent._domains import DomainGuard, url_allowed
 from ..llm import LLMClient
-from ._config import LOCAL_TOKEN_BUDGET, MCPServerConfig
+from ..llm._policy import token_budget_for
+from ._config import MCPServerConfig
 from ._tabs import describe_tabs, tab_at
 
 __all__ = ["ServerBrowser", "build_server"]
@@ -57,8 +58,8 @@ class ServerBrowser:
 
     def _options(self) -> dict[str, Any]:
         budget = self.config.token_budget
-        if budget is None and self.client is not None and self.client.model_name.startswith("local/"):
-            budget = LOCAL_TOKEN_BUDGET
+        if budget is None and self.client is not None:
+            budget = token_budget_for(self.client.model_name)
         return {"model": self.client, **({"token_budget": budget} if budget is not None else {})}
 
     async def stagehand(self) -> Stagehand:
@@ -128,8 +129,8 @@ def _json(value: Any) -> str:
 def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = None) -> tuple[MCPServer, ServerBrowser]:
     """The MCP server for ``config`` and the browser session its tools drive (close it after)."""
     if session is None:
-        model = config.resolved_model()
-        client = None if model is None else LLMClient(model, base_url=config.base_url)
+        choice = config.resolved_model()
+        client = None if choice is None else LLMClient(choice.model, base_url=choice.base_url or config.base_url)
         session = ServerBrowser(config, variables=config.resolved_variables(), client=client)
     browser = session
     server: MCPServer = MCPServer("stagehand-py", instructions=INSTRUCTIONS, log_level="WARNING")

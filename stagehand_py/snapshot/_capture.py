@@ -33,9 +33,9 @@ from typing import Any, TypeVar
 from .._actions._resolve import closed_root_recorder
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
-from .._vision._confidence import measure_over_cdp
 from ..browser._cdp import CDPSession, PageTargets, loads_json
 from ._aria import with_aria
+from ._confidence import measure_over_cdp
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, ElementInfo, build_outline
 
@@ -519,7 +519,7 @@ async def capture_snapshot(
 ) -> Snapshot:
     """Capture the page (or the subtree ``selector`` points to) into a :class:`Snapshot`.
 
-    ``confidence=True`` also measures the DOM-confidence score (see :mod:`stagehand_py._vision`)
+    ``confidence=True`` also measures the DOM-confidence score (see :mod:`stagehand_py.snapshot._confidence`)
     right after the walk.
     """
     started = time.perf_counter()

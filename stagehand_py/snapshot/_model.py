@@ -120,7 +120,7 @@ class Snapshot:
     - ``url_map``: element id -> absolute URL, for links.
     - ``url``: the page URL when it was taken.
     - ``dom_confidence``: how much of the page the outline can tell (0..1, see
-      :mod:`stagehand_py._vision`); None unless the snapshot was taken with ``confidence=True``.
+      :mod:`stagehand_py.snapshot._confidence`); None unless the snapshot was taken with ``confidence=True``.
     """
 
     tree: str

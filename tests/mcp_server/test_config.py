@@ -11,16 +11,18 @@ from stagehand_py.mcp import MCPServerConfig, load_config
 
 
 def test_the_model_comes_from_the_file_then_the_environment(tmp_path: Path) -> None:
-    assert MCPServerConfig(model="openai/gpt-4.1").resolved_model({"ANTHROPIC_API_KEY": "k"}) == "openai/gpt-4.1"
-    assert MCPServerConfig().resolved_model({"ANTHROPIC_API_KEY": "k"}) == "anthropic/claude-sonnet-4-5"
+    configured = MCPServerConfig(model="openai/gpt-4.1").resolved_model({"ANTHROPIC_API_KEY": "k"})
+    assert configured is not None and configured.model == "openai/gpt-4.1"
+    from_key = MCPServerConfig().resolved_model({"ANTHROPIC_API_KEY": "k"})
+    assert from_key is not None and from_key.model == "anthropic/claude-sonnet-4-5"
     assert MCPServerConfig().resolved_model({"STAGEHAND_MODELS_DIR": str(tmp_path)}) is None  # nothing installed there
 
 
 def test_the_embedded_model_is_the_default_without_a_key(tmp_path: Path) -> None:
     pytest.importorskip("xllamacpp")
     (tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf").write_bytes(b"GGUF")
-    model = MCPServerConfig().resolved_model({"STAGEHAND_MODELS_DIR": str(tmp_path)})
-    assert model == f"local/{tmp_path / 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'}"
+    choice = MCPServerConfig().resolved_model({"STAGEHAND_MODELS_DIR": str(tmp_path)})
+    assert choice is not None and choice.model == f"local/{tmp_path / 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'}"
 
 
 def test_variables_read_the_environment() -> None:

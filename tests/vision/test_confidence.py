@@ -8,7 +8,7 @@ import pytest
 from stagehand_py._errors import InvalidArgumentError
 from stagehand_py._stagehand import Stagehand
 from stagehand_py._vision import LOW_CONFIDENCE, measure_dom_confidence
-from stagehand_py._vision._confidence import parse_confidence
+from stagehand_py.snapshot._confidence import parse_confidence
 
 LOW_PAGES = ["vision/dashboard.html", "vision/toolbar.html", "vision/status.html", "vision.html"]
 

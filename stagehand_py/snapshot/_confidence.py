@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .._errors import InvalidArgumentError, SnapshotError
-from ..snapshot._aria import with_aria
+from ._aria import with_aria
 
 __all__ = [
     "LOW_CONFIDENCE",
