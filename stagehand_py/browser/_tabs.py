@@ -133,10 +133,12 @@ class Tabs:
             target = _unique(folder, _safe_name(download.suggested_filename))
             await download.save_as(target)
             size, digest = await asyncio.to_thread(_size_and_sha256, target)
-        except Exception as exc:  # a failed download is the site's; the act that caused it still happened
-            logger.warning("download from %s was not saved: %r", getattr(download, "url", "?"), exc)
+        except BaseException as exc:  # a failed download is the site's; the act that caused it still happened
             if target is not None:
-                target.unlink(missing_ok=True)  # the name reserved for it holds nothing of it
+                target.unlink(missing_ok=True)  # the name reserved for it holds nothing of it (or half of it)
+            if not isinstance(exc, Exception):
+                raise  # stopped (finish_downloads records why)
+            logger.warning("download from %s was not saved: %r", getattr(download, "url", "?"), exc)
             self._failed(download, f"{type(exc).__name__}: {exc}")
             return
         self.downloads.append(SavedDownload(path=str(target), suggested_filename=download.suggested_filename,
@@ -163,11 +165,17 @@ class Tabs:
         """Wait up to ``timeout`` seconds for the downloads still saving; stop any still unsaved
         then and record it in :attr:`failed_downloads`, so none is left half-written or unlisted."""
         await self.wait_for_downloads(timeout)
-        for task, download in list(self._saving.items()):
+        pending = list(self._saving.items())
+        for task, download in pending:
             task.cancel()
             self._failed(download, f"still downloading after {timeout:g} s; stopped")
-        if self._saving:
-            await asyncio.wait(set(self._saving))
+        if pending:
+            await asyncio.wait([task for task, _ in pending])
+        for _, download in pending:
+            try:  # the browser stops it too, so no file appears later where nobody looks
+                await download.cancel()
+            except Exception as exc:  # the page or browser is gone: nothing is downloading any more
+                logger.debug("cancelling a stopped download failed: %r", exc)
 
     def check_current(self) -> Any:
         page = self.current

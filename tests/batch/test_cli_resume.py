@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -37,7 +39,12 @@ def wait_for(predicate, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def test_interrupted_run_resumes_where_it_stopped(server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", [
+    pytest.param([], id="local"),
+    # Interrupted on the Ray engine (one worker, so rows run in the same order), resumed locally.
+    pytest.param(["--engine", "ray", "--workers", "1"], id="ray"),
+])
+def test_interrupted_run_resumes_where_it_stopped(server, tmp_path: Path, engine: list[str]) -> None:
     (tmp_path / "task.json").write_text(json.dumps({
         "goal": "Record each product's name and price", "required_fields": ["name", "price"],
         "required_screenshots": ["product page"], "max_time": 60,
@@ -54,11 +61,12 @@ def test_interrupted_run_resumes_where_it_stopped(server, tmp_path: Path) -> Non
     }
     common = ["--evidence-dir", "evidence", "--runner", "_scripted_runner:make_runner", "--concurrency", "1", "--rate-limit", "0"]
 
-    first = cli("--task", "task.json", "--samples", "samples.csv", "--no-progress", *common, env={**env, "SCRIPTED_RUNNER_HANG": "p5"})
+    first = cli("--task", "task.json", "--samples", "samples.csv", "--no-progress", *common, *engine,
+                env={**env, "SCRIPTED_RUNNER_HANG": "p5", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
     try:
-        wait_for(lambda: log.exists() and "p5" in log.read_text().split(), timeout=120)
+        wait_for(lambda: log.exists() and "p5" in log.read_text().split(), timeout=300)  # Ray may start slowly
         first.send_signal(signal.SIGINT)
-        out, err = first.communicate(timeout=60)
+        out, err = first.communicate(timeout=120)
     finally:
         first.kill()
     assert first.returncode == 130, err

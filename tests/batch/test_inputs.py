@@ -112,7 +112,7 @@ def test_the_cli_records_bad_rows_and_a_damaged_run_json_is_a_typed_error(tmp_pa
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "task.json").write_text(json.dumps({"goal": "g"}))
-    (tmp_path / "rows.csv").write_text("id,url\nonly_bad,\n")
+    (tmp_path / "rows.csv").write_text("id,url\nonly_bad,\n")  # the url cell is empty
     # A file of bad rows only: nothing to open a page for, every row recorded with its error.
     code = main(["run", "--task", "task.json", "--samples", "rows.csv", "--no-progress", "--rate-limit", "0"])
     out = capsys.readouterr().out
@@ -120,6 +120,17 @@ def test_the_cli_records_bad_rows_and_a_damaged_run_json_is_a_typed_error(tmp_pa
     (run_dir,) = (tmp_path / "evidence").glob("run_*")
     assert json.loads((run_dir / "only_bad" / "result.json").read_text())["error"] == "rows.csv line 2: the url is empty"
     assert "rows.csv line 2: the url is empty" in (run_dir / "combined.csv").read_text()
+    # --max-cell-size sets the bound: with 5 characters the url cell is over it.
+    (tmp_path / "urls.csv").write_text("id,url\nb,http://127.0.0.1:9/\n")
+    code = main(["run", "--task", "task.json", "--samples", "urls.csv", "--no-progress", "--max-cell-size", "5",
+                 "--evidence-dir", "small"])
+    assert code == 0
+    (small,) = (tmp_path / "small").glob("run_*")
+    assert json.loads((small / "b" / "result.json").read_text())["error"] == (
+        "urls.csv line 2: the cell 'url' (19 characters) is over the largest cell size of 5 characters: shorten it, "
+        "or raise the bound (--max-cell-size / max_cell_chars=)")
+    assert main(["run", "--task", "task.json", "--samples", "rows.csv", "--max-cell-size", "0"]) == 1
+    assert "the largest cell size must be at least 1 character, got 0" in capsys.readouterr().err
     (run_dir / "run.json").write_text(json.dumps({"spec": {"goal": "g"}, "samples": [{"id": 3}]}))
     code = main(["run", "--resume", str(run_dir), "--no-progress"])
     assert code == 1 and "its run.json is damaged" in capsys.readouterr().err

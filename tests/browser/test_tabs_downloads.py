@@ -13,6 +13,8 @@ import asyncio
 import hashlib
 import json
 import logging
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -150,6 +152,50 @@ async def test_a_download_that_cannot_be_saved_is_reported_not_only_logged(make,
     assert failure.error.startswith("FileExistsError:")
     assert await sh.finish_downloads(5) == []  # nothing left saving; nothing more to report
     assert len(sh.failed_downloads) == 1
+
+
+class StalledDownload:
+    """A 127.0.0.1 server whose one file sends its headers and a first part, then waits until
+    released: a download that is certainly still running (no clock decides it)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/stalled.bin"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n"
+                               b'Content-Disposition: attachment; filename="stalled.bin"\r\n\r\n' + b"x" * 1000)
+            self.release.wait(120)
+
+    def close(self) -> None:
+        self.release.set()
+        self.thread.join(10)
+        self.listener.close()
+
+
+async def test_a_download_still_running_when_the_work_ends_is_stopped_and_reported(make, routes, tmp_path) -> None:
+    stalled = StalledDownload()
+    try:
+        folder = tmp_path / "downloads"
+        sh = await make(downloads_dir=folder)
+        await sh.page.goto(routes.url("downloads"))
+        await sh.page.evaluate("url => { const a = document.createElement('a'); a.href = url; a.id = 'stalled';"
+                               " a.textContent = 'Big file'; document.body.append(a); }", stalled.url)
+        async with sh.page.expect_download():  # the click's download has begun, and will not finish
+            await sh.page.click("#stalled")
+        assert await sh.finish_downloads(2) == []
+        (failure,) = sh.failed_downloads
+        assert (failure.suggested_filename, failure.url) == ("stalled.bin", stalled.url)
+        assert failure.error == "still downloading after 2 s; stopped"
+        assert not folder.exists() or list(folder.iterdir()) == []  # no half file left under its name
+    finally:
+        stalled.close()
 
 
 async def test_downloads_go_to_a_temporary_folder_by_default(make, routes) -> None:
