@@ -74,10 +74,14 @@ class MethodCall:
     page: Page
     element: ElementHandle
     selector: str
-    #: Playwright timeout for this step, in milliseconds (> 0).
+    #: Playwright timeout for this step, in milliseconds (> 0), the navigation it starts included.
     timeout_ms: float
+    #: Milliseconds (> 0) the element may take to become actionable, before anything is sent.
+    probe_ms: float
     #: Resolves a drag target (selector or snapshot id) to an element; owned by the executor.
     resolve: Callable[[str], Awaitable[ElementHandle]]
+    #: Called right before the action is sent to the page (from then on it may take effect).
+    dispatching: Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,15 +209,26 @@ def _prepare_files(args: list[str], raw: list[str], xpath_map: Mapping[str, str]
 # --- run functions ----------------------------------------------------------------------
 
 
+# Pointer actions first run Playwright's actionability checks alone (trial=True: visible, stable,
+# enabled, receives the pointer) within probe_ms; only then is the action sent, with the whole
+# timeout for it and for the navigation it starts (Playwright waits for that inside the call).
+
+
 async def _click(call: MethodCall, button: MouseButton) -> None:
+    await call.element.click(button=button, trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.click(button=button, timeout=call.timeout_ms)
 
 
 async def _double_click(call: MethodCall, _: None) -> None:
+    await call.element.dblclick(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.dblclick(timeout=call.timeout_ms)
 
 
 async def _hover(call: MethodCall, _: None) -> None:
+    await call.element.hover(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.hover(timeout=call.timeout_ms)
 
 
@@ -266,7 +281,7 @@ async def _require_focus(call: MethodCall, method: str, *, typed: str) -> None:
 async def _focus_editable(call: MethodCall, method: str) -> None:
     # Waits (Playwright's utility world) until the element is visible; a disabled or read-only
     # field is refused before it is focused.
-    await call.element.wait_for_element_state("visible", timeout=call.timeout_ms)
+    await call.element.wait_for_element_state("visible", timeout=call.probe_ms)
     if not await call.element.is_editable():
         raise ActionFailedError(
             f"{method} on {call.selector}: the element is disabled or read-only, so nothing was typed. Wait until it "
@@ -280,6 +295,7 @@ async def _focus_editable(call: MethodCall, method: str) -> None:
 
 async def _fill(call: MethodCall, text: str) -> None:
     await _focus_editable(call, "fill")
+    call.dispatching()
     await call.element.fill(text, timeout=call.timeout_ms)  # fill() clears first
     # The text went into the field that had the focus when it was inserted; a page that moves the
     # focus during fill() (an input or select handler) is reported, not hidden.
@@ -301,6 +317,7 @@ async def _type(call: MethodCall, text: str) -> None:
     # page that moves the focus mid-word gets a typed error, and no key lands elsewhere.
     await _focus_editable(call, "type")
     await call.element.evaluate(_CARET_TO_END_JS)
+    call.dispatching()
     for count, char in enumerate(text):
         await _require_focus(call, "type", typed=f"typing stopped after {count} of {len(text)} characters")
         await call.page.keyboard.type(char)
@@ -311,6 +328,7 @@ async def _press(call: MethodCall, key: str) -> None:
     await call.element.focus()
     await _require_focus(call, "press", typed="the key was not pressed")
     # press() focuses again (no focus event: it has the focus already) and sends the key.
+    call.dispatching()
     await call.element.press(key, timeout=call.timeout_ms)
 
 
@@ -359,6 +377,7 @@ async def _select_option(call: MethodCall, wanted: str) -> None:
                     )
                 chosen = options[index]
             if chosen is not None:
+                call.dispatching()
                 await call.element.select_option(element=chosen, timeout=call.timeout_ms)
                 return
         finally:
@@ -367,18 +386,24 @@ async def _select_option(call: MethodCall, wanted: str) -> None:
 
 
 async def _check(call: MethodCall, _: None) -> None:
+    await call.element.check(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.check(timeout=call.timeout_ms)
 
 
 async def _uncheck(call: MethodCall, _: None) -> None:
+    await call.element.uncheck(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.uncheck(timeout=call.timeout_ms)
 
 
 async def _scroll_into_view(call: MethodCall, _: None) -> None:
+    call.dispatching()
     await call.element.scroll_into_view_if_needed(timeout=call.timeout_ms)
 
 
 async def _scroll(call: MethodCall, arg: dict[str, Any]) -> None:
+    call.dispatching()
     await call.element.evaluate(load_js("_scroll.js"), arg)
 
 
@@ -403,6 +428,8 @@ async def _drag_and_drop(call: MethodCall, target_selector: str) -> None:
     try:
         # The same sequence Playwright's own drag_to uses; Chromium turns it into HTML5
         # drag events for draggable elements, and plain mouse events reach the others.
+        await call.element.hover(trial=True, timeout=call.probe_ms)
+        call.dispatching()
         await call.element.hover(timeout=call.timeout_ms)
         await call.page.mouse.down()
         await target.hover(timeout=call.timeout_ms)
@@ -415,6 +442,7 @@ async def _drag_and_drop(call: MethodCall, target_selector: str) -> None:
 
 
 async def _set_input_files(call: MethodCall, paths: list[str]) -> None:
+    call.dispatching()
     await call.element.set_input_files(paths, timeout=call.timeout_ms)
 
 
