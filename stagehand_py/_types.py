@@ -119,6 +119,9 @@ class ActResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: Files the action made the page download, saved in the downloads folder.
     downloads: list[SavedDownload] = Field(default_factory=list)
+    #: What was sent to the page, in order (``"click on xpath=..."``): each entry may have taken
+    #: effect, and none is ever sent twice by a self-heal.
+    dispatched: list[str] = Field(default_factory=list)
 
 
 class VariableSpec(TypedDict, total=False):

@@ -54,13 +54,19 @@ async def execute_action(
     variables: Mapping[str, VariableValue] | None = None,
     xpath_map: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    actionable_within: float | None = None,
+    dispatched: list[str] | None = None,
 ) -> None:
     """Perform ``action`` on ``page``; return when the browser has done it (not settled).
 
     ``variables`` fill the ``%name%`` placeholders of ``action.arguments``; ``xpath_map``
     (snapshot element id -> xpath) lets ``drag_and_drop`` name its target by id;
     ``timeout`` (seconds, default :data:`DEFAULT_TIMEOUT`) bounds resolution and the action
-    together.
+    together, the navigation a click starts included. ``actionable_within`` (seconds, at most
+    ``timeout``) bounds the part before anything is sent to the page: resolution and the
+    element becoming visible, enabled and stable. ``dispatched`` receives
+    ``"<method> on <selector>"`` the moment the action is sent: an error after that means the
+    action may have taken effect (its message says so), and it must not be run again.
 
     Raises :class:`UnsupportedMethodError`, :class:`InvalidArgumentError` (wrong arguments),
     :class:`UnknownVariableError` (all three before any browser call),
@@ -72,7 +78,10 @@ async def execute_action(
     timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     if timeout <= 0:
         raise InvalidArgumentError(f"timeout must be a positive number of seconds; got {timeout:g}.")
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
+    probe = timeout if actionable_within is None else min(timeout, max(0.0, float(actionable_within)))
+    probe_deadline = started + probe
     selector = action.selector
 
     spec, raw = check_arity(action.method, action.arguments)
@@ -95,7 +104,7 @@ async def execute_action(
         raise PageClosedError(f"cannot {spec.name} {selector}: the page is closed.")
 
     try:
-        element = await resolve_element(page, selector, timeout=max(0.0, deadline - time.monotonic()))
+        element = await resolve_element(page, selector, timeout=max(0.0, probe_deadline - time.monotonic()))
     except ActionError as exc:
         exc.method = exc.method or spec.name  # the resolver does not know what it resolved for
         raise
@@ -113,17 +122,26 @@ async def execute_action(
             )
         raise redacted from None
 
-    call = MethodCall(page=page, element=element, selector=selector, timeout_ms=_remaining_ms(deadline), resolve=resolve_other)
+    sent: list[str] = []
+
+    def dispatching() -> None:
+        sent.append(f"{spec.name} on {selector}")
+        if dispatched is not None:
+            dispatched.append(sent[-1])
+
+    call = MethodCall(page=page, element=element, selector=selector, timeout_ms=_remaining_ms(deadline),
+                      probe_ms=_remaining_ms(probe_deadline), resolve=resolve_other, dispatching=dispatching)
     failure: tuple[BaseException, BaseException] | None = None
     try:
         await traced_action(spec.name, selector, lambda: spec.run(call, params), element_id=_element_id(selector, xpath_map))
     except PlaywrightError as exc:
+        after = " after it was sent to the page (it may have taken effect, so it is not repeated)" if sent else ""
         error = translate_error(
             exc,
-            what=f"{spec.name} on {selector}",
+            what=f"{spec.name} on {selector}{after}",
             selector=selector,
             method=spec.name,
-            timeout=timeout,
+            timeout=timeout if sent else probe,
             secrets=secrets,
         )
         if page.is_closed() and not isinstance(error, PageClosedError):

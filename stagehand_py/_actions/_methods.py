@@ -22,6 +22,7 @@ from playwright.async_api import ElementHandle, Page
 
 from .._errors import ActionFailedError, ElementNotFoundError, InvalidArgumentError, UnsupportedMethodError
 from .._types import ActionMethod
+from .._util import xpath_literal
 from ._js import load_js
 
 __all__ = [
@@ -73,10 +74,14 @@ class MethodCall:
     page: Page
     element: ElementHandle
     selector: str
-    #: Playwright timeout for this step, in milliseconds (> 0).
+    #: Playwright timeout for this step, in milliseconds (> 0), the navigation it starts included.
     timeout_ms: float
+    #: Milliseconds (> 0) the element may take to become actionable, before anything is sent.
+    probe_ms: float
     #: Resolves a drag target (selector or snapshot id) to an element; owned by the executor.
     resolve: Callable[[str], Awaitable[ElementHandle]]
+    #: Called right before the action is sent to the page (from then on it may take effect).
+    dispatching: Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,106 +209,201 @@ def _prepare_files(args: list[str], raw: list[str], xpath_map: Mapping[str, str]
 # --- run functions ----------------------------------------------------------------------
 
 
+# Pointer actions first run Playwright's actionability checks alone (trial=True: visible, stable,
+# enabled, receives the pointer) within probe_ms; only then is the action sent, with the whole
+# timeout for it and for the navigation it starts (Playwright waits for that inside the call).
+
+
 async def _click(call: MethodCall, button: MouseButton) -> None:
+    await call.element.click(button=button, trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.click(button=button, timeout=call.timeout_ms)
 
 
 async def _double_click(call: MethodCall, _: None) -> None:
+    await call.element.dblclick(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.dblclick(timeout=call.timeout_ms)
 
 
 async def _hover(call: MethodCall, _: None) -> None:
+    await call.element.hover(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.hover(timeout=call.timeout_ms)
 
 
+_CLOSED_ROOT_FOCUS_JS = """e => { const root = e.getRootNode();
+  return root instanceof ShadowRoot && root.host.shadowRoot !== root && e.matches(':focus'); }"""
+
+
+async def _holds_focus(element: ElementHandle) -> bool:
+    """True when ``element``, an element inside it, or the field a ``<label>`` controls has the
+    focus, asked in Playwright's utility world (a page that fakes ``activeElement`` or overrides
+    ``matches`` cannot answer for it)."""
+    for query in ("css=:scope:focus", "css=:focus"):
+        found = await element.query_selector(query)
+        if found is not None:
+            await found.dispose()
+            return True
+    label = await element.query_selector("xpath=self::label")
+    if label is None:
+        # Playwright's world cannot look into a closed shadow root; there only the page's world can
+        # tell (the closed-root gap in docs/security.md; such targets are resolved there too).
+        return bool(await element.evaluate(_CLOSED_ROOT_FOCUS_JS))
+    await label.dispose()
+    control_id = await element.get_attribute("for")
+    frame = await element.owner_frame()
+    controls = (
+        await frame.query_selector_all(f"xpath=//*[@id={xpath_literal(control_id)}]")
+        if control_id and frame is not None
+        else await element.query_selector_all("xpath=.//input|.//textarea|.//select")
+    )
+    held = False
+    for control in controls[:1]:
+        held = await control.query_selector("css=:scope:focus") is not None
+    for control in controls:
+        await control.dispose()
+    return held
+
+
+async def _require_focus(call: MethodCall, method: str, *, typed: str) -> None:
+    """Refuse to send keys unless the chosen element has the focus: a page that moves the focus
+    (a focus handler, a script) would otherwise receive them, a secret included."""
+    if not await _holds_focus(call.element):
+        raise ActionFailedError(
+            f"{method} on {call.selector}: the element did not keep the focus (the page moved it elsewhere), so "
+            f"{typed}. Observe the page again, or act on the element that takes the focus.",
+            selector=call.selector,
+            method=method,
+        )
+
+
+async def _focus_editable(call: MethodCall, method: str) -> None:
+    # Waits (Playwright's utility world) until the element is visible; a disabled or read-only
+    # field is refused before it is focused.
+    await call.element.wait_for_element_state("visible", timeout=call.probe_ms)
+    if not await call.element.is_editable():
+        raise ActionFailedError(
+            f"{method} on {call.selector}: the element is disabled or read-only, so nothing was typed. Wait until it "
+            "is enabled (observe again), or act on the field that is.",
+            selector=call.selector,
+            method=method,
+        )
+    await call.element.focus()
+    await _require_focus(call, method, typed="nothing was typed")
+
+
 async def _fill(call: MethodCall, text: str) -> None:
+    await _focus_editable(call, "fill")
+    call.dispatching()
     await call.element.fill(text, timeout=call.timeout_ms)  # fill() clears first
+    # The text went into the field that had the focus when it was inserted; a page that moves the
+    # focus during fill() (an input or select handler) is reported, not hidden.
+    await _require_focus(call, "fill", typed="the text may have reached another element")
 
 
-#: Focuses the element with the caret at the end; true when it now has the focus (a disabled or
-#: read-only field cannot take it, and keys would then go to whatever has the focus).
-_FOCUS_FOR_TYPING_JS = """el => {
-  if (el.disabled || el.readOnly || el.getAttribute('aria-disabled') === 'true') return false;
-  el.focus();
+#: Puts the caret at the end of the focused field (email/number inputs have no selection API).
+_CARET_TO_END_JS = """el => {
   try { if (typeof el.value === "string" && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length); }
-  catch (e) { /* email/number inputs have no selection API: the caret stays where it is */ }
-  const active = el.getRootNode().activeElement;
-  return active === el || el.contains(active);
+  catch (e) { /* no selection API: the caret stays where it is */ }
 }"""
 
 
 async def _type(call: MethodCall, text: str) -> None:
     # Typing appends, like a person who clicks into a field and types: Playwright's type()
     # puts the caret at the *start* of a field it has to focus, so focus it ourselves with the
-    # caret at the end first. Then one key event per character (Locator.press_sequentially
-    # is the same thing for locators). Never type into an element that did not take the focus:
-    # the keys (perhaps a secret) would land in whatever element has it.
-    if not await call.element.evaluate(_FOCUS_FOR_TYPING_JS):
-        raise ActionFailedError(
-            f"type on {call.selector}: the element is disabled or read-only, or did not take the focus, so nothing was "
-            "typed. Wait until it is enabled (observe again), or act on the field that is.",
-            selector=call.selector,
-            method="type",
-        )
-    await call.element.type(text, timeout=call.timeout_ms)
+    # caret at the end first. Then one key event per character, each sent only while the chosen
+    # element has the focus (checked from Playwright's utility world before every character): a
+    # page that moves the focus mid-word gets a typed error, and no key lands elsewhere.
+    await _focus_editable(call, "type")
+    await call.element.evaluate(_CARET_TO_END_JS)
+    call.dispatching()
+    for count, char in enumerate(text):
+        await _require_focus(call, "type", typed=f"typing stopped after {count} of {len(text)} characters")
+        await call.page.keyboard.type(char)
 
 
 async def _press(call: MethodCall, key: str) -> None:
-    # Focuses the target, then presses the key or chord on the focused element.
+    # Focuses the target, checks that it kept the focus, then presses the key or chord.
+    await call.element.focus()
+    await _require_focus(call, "press", typed="the key was not pressed")
+    # press() focuses again (no focus event: it has the focus already) and sends the key.
+    call.dispatching()
     await call.element.press(key, timeout=call.timeout_ms)
 
 
-_OPTIONS_JS = """el => {
-  if (!(el instanceof HTMLSelectElement)) return {tag: el.localName, options: null};
-  return {tag: "select", multiple: el.multiple,
-          options: Array.from(el.options).map(o => ({label: o.label, value: o.value, disabled: o.disabled}))};
-}"""
+async def _options_matching(select: ElementHandle, condition: str) -> list[ElementHandle]:
+    # Playwright's XPath engine runs in its utility world: a page that overrides
+    # HTMLSelectElement.prototype.options or an option's label getter cannot reorder what it reads.
+    return await select.query_selector_all(f"xpath=.//option[{condition}]")
+
+
+async def _option_label(option: ElementHandle) -> str:
+    label = await option.get_attribute("label")  # get_attribute and text_content: the utility world
+    return label if label is not None else " ".join((await option.text_content() or "").split())
 
 
 async def _select_option(call: MethodCall, wanted: str) -> None:
-    info = await call.element.evaluate(_OPTIONS_JS)
-    options = info.get("options")
-    if options is None:
+    select = await call.element.query_selector("xpath=self::select")
+    if select is None:
+        tag = await call.element.evaluate("e => e.localName")  # for the message only
         raise ActionFailedError(
-            f"select_option needs a native <select>, but {call.selector} is a <{info.get('tag')}>. "
+            f"select_option needs a native <select>, but {call.selector} is a <{tag}>. "
             "For custom dropdowns, click the control and then click the option.",
             selector=call.selector,
             method="select_option",
         )
-
-    def norm(text: str) -> str:
-        return " ".join(text.split()).casefold()
-
-    # Label first (what a person reads), then value, then a forgiving label match.
-    index = next((i for i, o in enumerate(options) if o["label"] == wanted), None)
-    if index is None:
-        index = next((i for i, o in enumerate(options) if o["value"] == wanted), None)
-    if index is None:
-        index = next((i for i, o in enumerate(options) if norm(o["label"]) == norm(wanted)), None)
-    if index is None:
-        labels = ", ".join(repr(o["label"]) for o in options) or "none"
-        raise ActionFailedError(
-            f"select_option on {call.selector}: no option has the requested label or value. "
-            f"Available option labels: {labels}.",
-            selector=call.selector,
-            method="select_option",
-        )
-    await call.element.select_option(index=index, timeout=call.timeout_ms)
+    await select.dispose()
+    quoted = xpath_literal(wanted)
+    # An option's label is its label attribute, else its text with whitespace collapsed; its value
+    # the value attribute, else that text. Label first (what a person reads), then value.
+    label = f"(@label and @label={quoted}) or (not(@label) and normalize-space(.)={quoted})"
+    value = f"(@value and @value={quoted}) or (not(@value) and normalize-space(.)={quoted})"
+    for condition in (label, value, "true()"):
+        options = await _options_matching(call.element, condition)
+        try:
+            chosen = options[0] if options and condition != "true()" else None
+            if condition == "true()":  # a forgiving label match (case and spacing), same world
+                labels = [await _option_label(option) for option in options]
+                norm = " ".join(wanted.split()).casefold()
+                index = next((i for i, text in enumerate(labels) if " ".join(text.split()).casefold() == norm), None)
+                if index is None:
+                    shown = ", ".join(repr(text) for text in labels) or "none"
+                    raise ActionFailedError(
+                        f"select_option on {call.selector}: no option has the requested label or value. "
+                        f"Available option labels: {shown}.",
+                        selector=call.selector,
+                        method="select_option",
+                    )
+                chosen = options[index]
+            if chosen is not None:
+                call.dispatching()
+                await call.element.select_option(element=chosen, timeout=call.timeout_ms)
+                return
+        finally:
+            for option in options:
+                await option.dispose()
 
 
 async def _check(call: MethodCall, _: None) -> None:
+    await call.element.check(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.check(timeout=call.timeout_ms)
 
 
 async def _uncheck(call: MethodCall, _: None) -> None:
+    await call.element.uncheck(trial=True, timeout=call.probe_ms)
+    call.dispatching()
     await call.element.uncheck(timeout=call.timeout_ms)
 
 
 async def _scroll_into_view(call: MethodCall, _: None) -> None:
+    call.dispatching()
     await call.element.scroll_into_view_if_needed(timeout=call.timeout_ms)
 
 
 async def _scroll(call: MethodCall, arg: dict[str, Any]) -> None:
+    call.dispatching()
     await call.element.evaluate(load_js("_scroll.js"), arg)
 
 
@@ -328,6 +428,8 @@ async def _drag_and_drop(call: MethodCall, target_selector: str) -> None:
     try:
         # The same sequence Playwright's own drag_to uses; Chromium turns it into HTML5
         # drag events for draggable elements, and plain mouse events reach the others.
+        await call.element.hover(trial=True, timeout=call.probe_ms)
+        call.dispatching()
         await call.element.hover(timeout=call.timeout_ms)
         await call.page.mouse.down()
         await target.hover(timeout=call.timeout_ms)
@@ -340,6 +442,7 @@ async def _drag_and_drop(call: MethodCall, target_selector: str) -> None:
 
 
 async def _set_input_files(call: MethodCall, paths: list[str]) -> None:
+    call.dispatching()
     await call.element.set_input_files(paths, timeout=call.timeout_ms)
 
 

@@ -15,9 +15,12 @@ Three selector forms are accepted:
     and recorded by :func:`install_page_helpers`).
 
   A ``text()[n]`` step resolves to the text node's parent element (you cannot click a text
-  node). The walk is done by ``_resolver.js``, one evaluation per frame.
+  node). The walk is done by Playwright's selector engines (XPath, and CSS for open shadow
+  roots), which run in Playwright's utility world: a page that overrides DOM getters or
+  ``document.evaluate`` cannot steer it. Only a step behind a *closed* shadow root, which that
+  world cannot enter, falls back to ``_resolver.js`` in the page's world (docs/security.md).
 - any **other xpath** (``xpath=//button[@id='x']`` or a bare string starting with ``/``):
-  evaluated with ``document.evaluate`` in the main frame, without hops;
+  evaluated by Playwright's XPath engine in the main frame, without hops;
 - any **Playwright selector** (``css=...``, ``text=...``, ``role=...``, a bare CSS selector).
 
 Every form must match exactly one element: none raises :class:`ElementNotFoundError`
@@ -38,6 +41,7 @@ from playwright.async_api import ElementHandle, Frame, Page
 from playwright.async_api import Error as PlaywrightError
 
 from .._errors import AmbiguousSelectorError, ElementNotFoundError, InvalidArgumentError, PageClosedError
+from .._util import xpath_literal
 from ._js import load_js
 from ._translate import is_closed_error, is_transient_error
 
@@ -190,9 +194,142 @@ def _describe_failure(selector: str, steps: list[CanonicalStep], offset: int, fa
     return f"{head} did not resolve to an element ({kind})."
 
 
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _element_test(step: CanonicalStep) -> str:
+    """An XPath step for ``step`` with the resolver's semantics: the local name compared
+    case-insensitively (``foreignObject`` and ``foreignobject`` alike), the n-th such child."""
+    lowered = f"translate(local-name(), '{_UPPER}', '{_UPPER.lower()}')"
+    return f"*[{lowered}={xpath_literal(step.name)}][{step.index}]"
+
+
+def _text_predicate(step: CanonicalStep) -> str:
+    """``text()[n]`` as a predicate on its parent: the element that has that text node."""
+    return f"[text(){'[normalize-space()]' if step.nonblank else ''}[{step.index}]]"
+
+
+def _css_name(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else f"\\{ord(ch):x} " for ch in name)
+
+
+async def _one(handles: list[ElementHandle]) -> ElementHandle | None:
+    """The single handle of ``handles`` (a canonical step names at most one), the rest disposed."""
+    for extra in handles[1:]:
+        await extra.dispose()
+    return handles[0] if len(handles) == 1 else None
+
+
+async def _shadow_child(host: ElementHandle, step: CanonicalStep) -> ElementHandle | None:
+    """The ``step`` child of ``host``'s *open* shadow root, found by Playwright in its utility world.
+
+    Playwright's CSS engine pierces open shadow roots: ``:scope > x:nth-of-type(n)`` matches the
+    n-th ``x`` among the shadow root's children and among the host's light children alike; a
+    shadow root's child is the one without a parent element.
+    """
+    found: list[ElementHandle] = []
+    for candidate in await host.query_selector_all(f"css=:scope > {_css_name(step.name)}:nth-of-type({step.index})"):
+        light = await candidate.query_selector("xpath=parent::*")
+        if light is None:
+            found.append(candidate)
+        else:
+            await light.dispose()
+            await candidate.dispose()
+    return await _one(found)
+
+
+async def _walk_in_utility_world(frame: Frame, segment: list[CanonicalStep]) -> ElementHandle | None:
+    """Resolve one frame's segment with Playwright's selector engines, which run in Playwright's
+    utility world: page scripts that override DOM getters or ``document.evaluate`` cannot steer
+    it. None when the element is not there, or sits behind a closed shadow root (which that world
+    cannot enter) or a text step right after a shadow hop."""
+    current: ElementHandle | None = None
+    i = 0
+    try:
+        while i < len(segment):
+            step = segment[i]
+            if step.is_text:  # only ever right after a shadow hop here: its host's shadow text
+                return None
+            if step.shadow:
+                if current is None:
+                    return None
+                child = await _shadow_child(current, step)
+                await current.dispose()
+                current = child
+                if current is None:
+                    return None
+                i += 1
+                if i < len(segment) and segment[i].is_text:
+                    if await current.query_selector(f"xpath=self::*{_text_predicate(segment[i])}") is None:
+                        return None
+                    i += 1
+                continue
+            # A run of plain steps (up to the next shadow hop): one XPath query.
+            parts: list[str] = []
+            while i < len(segment) and not segment[i].shadow:
+                if segment[i].is_text:
+                    parts[-1] += _text_predicate(segment[i])
+                else:
+                    parts.append(_element_test(segment[i]))
+                i += 1
+            if current is None:
+                found = await frame.locator("xpath=/" + "/".join(parts)).element_handles()
+            else:
+                found = await current.query_selector_all("xpath=./" + "/".join(parts))
+                await current.dispose()
+            current = await _one(found)
+            if current is None:
+                return None
+        result, current = current, None
+        return result
+    finally:
+        if current is not None:
+            await current.dispose()
+
+
+async def _walk_in_page_world(frame: Frame, segment: list[CanonicalStep]) -> ElementHandle | dict[str, Any]:
+    """The segment walked by ``_resolver.js`` in the page's own world: the element, or a failure."""
+    payload = {
+        "mode": "canonical",
+        "steps": [
+            {"name": s.name, "index": s.index, "text": s.is_text, "nonblank": s.nonblank, "shadow": s.shadow}
+            for s in segment
+        ],
+    }
+    handle = await frame.evaluate_handle(load_js("_resolver.js"), payload)
+    element = handle.as_element()
+    if element is not None:
+        return element
+    failure: dict[str, Any] = await handle.json_value()
+    await handle.dispose()
+    return failure
+
+
+async def _resolve_segment(
+    frame: Frame, selector: str, steps: list[CanonicalStep], offset: int, end: int
+) -> ElementHandle | _Miss:
+    segment = steps[offset:end]
+    element = await _walk_in_utility_world(frame, segment)
+    if element is not None:
+        return element
+    # Not found where the page cannot interfere. The page-world walk explains which step failed;
+    # its element counts only behind a closed shadow root, which no other world can enter (the
+    # remaining gap, docs/security.md). Elsewhere an element only the page's world reports is
+    # what an overridden DOM getter shows, never acted on.
+    outcome = await _walk_in_page_world(frame, segment)
+    if isinstance(outcome, dict):
+        return _Miss(_describe_failure(selector, steps, offset, outcome))
+    if any(step.shadow for step in segment):
+        return outcome
+    await outcome.dispose()
+    return _Miss(
+        f"{selector!s} names no element in the document, although the page's own scripts report one there "
+        "(they override DOM built-ins). Nothing was done; observe the page again."
+    )
+
+
 async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalStep]) -> ElementHandle | _Miss:
-    """Walk the steps, one evaluation per frame; hop into frames through Playwright."""
-    script = load_js("_resolver.js")
+    """Walk the steps frame by frame; hop into frames through Playwright."""
     offset = 0
     while True:
         # The segment for this frame ends after the first frame step that has steps after it.
@@ -201,20 +338,9 @@ async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalS
             if steps[i].is_frame and not steps[i + 1].shadow:
                 end = i + 1
                 break
-        segment = steps[offset:end]
-        payload = {
-            "mode": "canonical",
-            "steps": [
-                {"name": s.name, "index": s.index, "text": s.is_text, "nonblank": s.nonblank, "shadow": s.shadow}
-                for s in segment
-            ],
-        }
-        handle = await frame.evaluate_handle(script, payload)
-        element = handle.as_element()
-        if element is None:
-            failure = await handle.json_value()
-            await handle.dispose()
-            return _Miss(_describe_failure(selector, steps, offset, failure))
+        element = await _resolve_segment(frame, selector, steps, offset, end)
+        if isinstance(element, _Miss):
+            return element
         if end == len(steps):
             return element
         child = await element.content_frame()
@@ -230,24 +356,25 @@ async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalS
 
 
 async def _resolve_xpath(frame: Frame, selector: str, path: str) -> ElementHandle | _Miss:
-    handle = await frame.evaluate_handle(load_js("_resolver.js"), {"mode": "xpath", "xpath": path})
-    element = handle.as_element()
-    if element is not None:
-        return element
-    failure = await handle.json_value()
-    await handle.dispose()
-    kind = failure.get("failure")
-    if kind == "invalid":
-        raise InvalidArgumentError(f"{selector!s} is not a valid xpath: {failure.get('message')}")
-    if kind == "many":
+    # Playwright's XPath engine (its utility world, out of the page's reach) keeps elements only:
+    # a path to a text or attribute node names the element holding it.
+    try:
+        found = await frame.locator(f"xpath=({path})/ancestor-or-self::*[1]").element_handles()
+    except PlaywrightError as exc:
+        if "xpath" in str(exc).lower() and not is_transient_error(exc) and not is_closed_error(exc):
+            raise InvalidArgumentError(f"{selector!s} is not a valid xpath: {str(exc).splitlines()[0]}") from exc
+        raise
+    if len(found) > 1:
+        for extra in found:
+            await extra.dispose()
         raise AmbiguousSelectorError(
-            f"{selector!s} matches {failure.get('count')} elements; an action needs exactly one. "
+            f"{selector!s} matches {len(found)} elements; an action needs exactly one. "
             "Make the xpath more specific (e.g. wrap it as (...)[1]) or observe again.",
             selector=selector,
         )
-    if kind == "not-element":
-        return _Miss(f"{selector!s} matched a node that is not inside an element.")
-    return _Miss(f"{selector!s} matched nothing in the main frame (ordinary xpaths do not enter iframes or shadow roots).")
+    if not found:
+        return _Miss(f"{selector!s} matched nothing in the main frame (ordinary xpaths do not enter iframes or shadow roots).")
+    return found[0]
 
 
 async def _resolve_playwright(frame: Frame, selector: str) -> ElementHandle | _Miss:

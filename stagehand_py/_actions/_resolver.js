@@ -12,7 +12,9 @@
 // `shadow: true` means the step is looked up inside the previous
 // element's shadow root (open, or closed and recorded by _shadow_init.js).
 //
-// arg.mode === "xpath": a user-written xpath, evaluated with document.evaluate as is.
+// It runs in the page's own world, where page scripts can override every DOM getter it reads, so
+// Python trusts it only where no other world can look: behind a closed shadow root. Everywhere
+// else it only explains which step failed (Playwright's utility world resolves the element).
 (arg) => {
   // Must equal the key in _shadow_init.js (a test pins it).
   const KEY = "__stagehand_py_closed_shadow_roots_v1__";
@@ -28,20 +30,6 @@
     if (parent.nodeType === Node.DOCUMENT_FRAGMENT_NODE && parent.host) return parent.host;
     return null;
   };
-
-  if (arg.mode === "xpath") {
-    let result;
-    try {
-      result = document.evaluate(arg.xpath, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
-    } catch (e) {
-      return { failure: "invalid", message: String((e && e.message) || e) };
-    }
-    if (result.snapshotLength === 0) return { failure: "none" };
-    if (result.snapshotLength > 1) return { failure: "many", count: result.snapshotLength };
-    const el = toElement(result.snapshotItem(0));
-    if (!el) return { failure: "not-element" };
-    return el;
-  }
 
   const store = Object.prototype.hasOwnProperty.call(globalThis, KEY) ? globalThis[KEY] : null;
   let current = document;

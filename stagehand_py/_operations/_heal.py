@@ -4,9 +4,16 @@
   still name the element it was chosen on (role and name, see :mod:`._identity`): a changed
   page can make the same XPath name another element, which must never be acted on silently.
 - Self-heal (``self_heal=True`` and a model configured): when the selector no longer resolves,
-  the action fails or the element is another one now, the page is read again, the element
-  re-located from the action's description, method and arguments (one model call on the most
-  relevant part) and the action retried once.
+  the element never becomes actionable or is another one now, the page is read again, the
+  element re-located from the action's description, method and arguments (one model call on the
+  most relevant part) and the action retried once. An action that was sent to the page is never
+  healed nor repeated, whatever happens after: it may have taken effect (a form submitted, an
+  order placed). A slow answer to it (a navigation, a request) is waited for up to the verb's
+  timeout, and is success.
+- Bounds: the first try waits for the element to become actionable up to the page's settle time
+  (``dom_settle_timeout``) when a heal could follow, else up to the whole action timeout; the
+  action itself, and the navigation it starts, get the whole action timeout; every bound is cut
+  to the caller's ``timeout=``.
 - Cache replay: act replays a cached plan with no model call, healing stale steps and
   rewriting the entry; observe replays cached actions when every one still names its element.
   Entries without identities (written before they existed) replay unchecked.
@@ -29,12 +36,10 @@ from ._context import OperationContext
 from ._identity import identity_matches, remember
 from ._pipeline import ask_parts, read_page, settle, split_page
 
-__all__ = ["HEAL_PROBE_TIMEOUT", "cached_actions_valid", "heal", "replay", "run_action", "run_checked"]
+__all__ = ["cached_actions_valid", "heal", "probe_timeout", "replay", "run_action", "run_checked"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
-#: With self-heal available, the first try waits this long for the element before healing.
-HEAL_PROBE_TIMEOUT = 2.0
 _HEALABLE = (ElementNotFoundError, ActionFailedError, StagehandTimeoutError)
 
 
@@ -42,27 +47,46 @@ def _can_heal(ctx: OperationContext) -> bool:
     return ctx.self_heal and ctx.has_model()
 
 
-async def _execute(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue], timeout: float) -> None:
+def probe_timeout(ctx: OperationContext) -> float:
+    """Seconds a first try waits for its element before a heal may take over: the page's settle
+    time (what this Stagehand waits for a page to calm down), within the caller's deadline."""
+    return ctx.action_timeout(min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
+
+
+def _action_timeout(ctx: OperationContext) -> float:
+    """The whole action's bound: what is left of the caller's ``timeout=``, else the default."""
+    return ctx.action_timeout(DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
+
+
+async def _execute(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
+                   actionable_within: float, dispatched: list[str]) -> None:
     async with watch_page(ctx.page) as watch:
-        await execute_action(ctx.page, action, variables=variables, timeout=ctx.action_timeout(timeout))
+        await execute_action(ctx.page, action, variables=variables, timeout=_action_timeout(ctx),
+                             actionable_within=actionable_within, dispatched=dispatched)
         await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
 
 
-async def run_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
-    """Run ``action``; heal it once if it fails and healing is possible. Returns (what ran, healed)."""
+async def run_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
+                     dispatched: list[str] | None = None) -> tuple[Action, bool]:
+    """Run ``action``; heal it once if it failed before it was sent and healing is possible.
+    Returns (what ran, healed); ``dispatched`` receives what was sent to the page."""
     can_heal = _can_heal(ctx)
+    sent: list[str] = []
     try:
-        await _execute(ctx, action, variables, HEAL_PROBE_TIMEOUT if can_heal else DEFAULT_TIMEOUT)
+        await _execute(ctx, action, variables, probe_timeout(ctx) if can_heal else _action_timeout(ctx), sent)
         return action, False
     except _HEALABLE as exc:
-        if not can_heal:
+        if not can_heal or sent:  # sent: it may have taken effect; never run it again
             raise
         logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)
-        return await _heal_and_run(ctx, action, variables, f"failed ({exc})")
+        return await _heal_and_run(ctx, action, variables, f"failed ({exc})", dispatched)
+    finally:
+        if dispatched is not None:
+            dispatched.extend(sent)
 
 
 async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
-                        why: str) -> tuple[Action, bool]:
+                        why: str, dispatched: list[str] | None) -> tuple[Action, bool]:
     """Re-locate ``action``'s element by description (one model call) and run it there.
 
     ``why`` completes "<method> on <selector> ..." in the error when nothing fits.
@@ -74,7 +98,7 @@ async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mappin
             f"{action.description or 'the action'!r} on the page now. Observe the page again.",
             selector=action.selector, method=action.method,
         )
-    await _execute(ctx, healed, variables, DEFAULT_TIMEOUT)
+    await _execute(ctx, healed, variables, _action_timeout(ctx), dispatched if dispatched is not None else [])
     logger.info("healed: %s now runs on %s", action.method, healed.selector)
     return healed, True
 
@@ -105,29 +129,30 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
     return healed
 
 
-async def run_checked(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+async def run_checked(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
+                      dispatched: list[str] | None = None) -> tuple[Action, bool]:
     """Run ``action``, but first check that its selector still names the element it was planned
     on (role and name, when this Stagehand planned or observed it): if the page swapped another
     element in since (a "Delete" where "Save" was), re-locate the planned one, or refuse."""
     identity = ctx.identities.get(action.selector)
-    if identity is None or await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
-        return await run_action(ctx, action, variables)
+    if identity is None or await identity_matches(ctx, action, identity, wait=probe_timeout(ctx)):
+        return await run_action(ctx, action, variables, dispatched)
     why = f"no longer names the {identity.role} {identity.name!r} it was planned on"
     if not _can_heal(ctx):
         raise ActionFailedError(
             f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
             selector=action.selector, method=action.method,
         )
-    return await _heal_and_run(ctx, action, variables, why)
+    return await _heal_and_run(ctx, action, variables, why, dispatched)
 
 
 async def _run_cached(ctx: OperationContext, action: Action, identity: ElementIdentity | None,
-                      variables: Mapping[str, VariableValue]) -> tuple[Action, bool]:
+                      variables: Mapping[str, VariableValue], dispatched: list[str]) -> tuple[Action, bool]:
     """Run one cached step: first check that its selector still names the element it was cached for."""
-    if identity is None or await identity_matches(ctx, action, identity, wait=HEAL_PROBE_TIMEOUT):
+    if identity is None or await identity_matches(ctx, action, identity, wait=probe_timeout(ctx)):
         if identity is not None:
             ctx.identities[action.selector] = identity
-        return await run_action(ctx, action, variables)
+        return await run_action(ctx, action, variables, dispatched)
     if not _can_heal(ctx):
         raise ElementNotFoundError(
             f"the cached {action.method} on {action.selector} is stale: that path now names a different element "
@@ -136,7 +161,7 @@ async def _run_cached(ctx: OperationContext, action: Action, identity: ElementId
             selector=action.selector, method=action.method,
         )
     logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
-    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now")
+    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now", dispatched)
 
 
 async def replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry,
@@ -144,18 +169,19 @@ async def replay(ctx: OperationContext, key: str, instruction: str, cached: Cach
     """act from the cache: each step checked (and healed) as it runs; a healed entry is rewritten."""
     logger.info("act %r: replaying %d cached action(s)", instruction, len(cached.actions))
     done: list[Action] = []
+    dispatched: list[str] = []
     healed = False
     for n, (action, identity) in enumerate(zip(cached.actions, cached.elements, strict=True)):
         if n:
             await settle(ctx)
-        ran, was_healed = await _run_cached(ctx, action, identity, variables)
+        ran, was_healed = await _run_cached(ctx, action, identity, variables, dispatched)
         done.append(ran)
         healed = healed or was_healed
     if healed:
         ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
         logger.info("act %r: cache entry rewritten with the healed selector(s)", instruction)
     return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].description,
-                     actions=done, healed=healed, cache_hit=True)
+                     actions=done, healed=healed, cache_hit=True, dispatched=dispatched)
 
 
 async def cached_actions_valid(ctx: OperationContext, entry: CacheEntry) -> bool:

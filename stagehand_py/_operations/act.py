@@ -54,13 +54,15 @@ def require_values(action: Action, variables: Mapping[str, VariableValue]) -> No
 
 async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
     require_values(action, variables)
-    ran, healed = await run_checked(ctx, action, variables)
+    dispatched: list[str] = []
+    ran, healed = await run_checked(ctx, action, variables, dispatched)
     return ActResult(
         success=True,
         message=f"{ran.method} on {ran.description or ran.selector}: done" + (" (healed)" if healed else ""),
         description=ran.description,
         actions=[ran],
         healed=healed,
+        dispatched=dispatched,
     )
 
 
@@ -150,7 +152,8 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
                          waited=looked.waited)
     require_values(action, variables)
     remember(ctx, page.snapshot, [action])
-    ran, healed = await run_checked(ctx, action, variables)  # the page may have changed while the model thought
+    dispatched: list[str] = []
+    ran, healed = await run_checked(ctx, action, variables, dispatched)  # the page may have changed meanwhile
     done = [ran]
     if opens:
         option = await _pick_option(ctx, instruction, ran, page.text, descriptions)
@@ -158,11 +161,11 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
             # The click ran; it is not repeated (that would undo it), and no second step fits.
             return ActResult(success=False, message=f"Clicked {ran.description!r}, but nothing that appeared after it "
                              f"fits {instruction!r}; it was not clicked again.",
-                             description=ran.description, actions=done, healed=healed)
-        ran2, healed2 = await run_action(ctx, option, variables)
+                             description=ran.description, actions=done, healed=healed, dispatched=dispatched)
+        ran2, healed2 = await run_action(ctx, option, variables, dispatched)
         done.append(ran2)
         healed = healed or healed2
     if key is not None:
         ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
     return ActResult(success=True, message=f"{instruction}: done", description=done[-1].description, actions=done,
-                     healed=healed)
+                     healed=healed, dispatched=dispatched)

@@ -1,10 +1,11 @@
 """Small jobs the whole package shares, each written once: URL normalising, atomic writes,
-JSON Schema helpers and deep merge. No I/O beyond the file being written; no state."""
+JSON Schema helpers, deep merge and XPath literals. No I/O beyond the file being written; no state."""
 
 from ._files import write_bytes_atomic, write_json_atomic
 from ._merge import deep_merge
 from ._schema import deref, inline_refs, pop_defs, ref_target, schema_dict
 from ._urls import normalise_url, page_address
+from ._xpath import xpath_literal
 
 __all__ = [
     "deep_merge",
@@ -17,4 +18,5 @@ __all__ = [
     "schema_dict",
     "write_bytes_atomic",
     "write_json_atomic",
+    "xpath_literal",
 ]

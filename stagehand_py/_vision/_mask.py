@@ -14,6 +14,7 @@ the value into ordinary text, and fields inside closed shadow roots (see docs/se
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 from collections.abc import Mapping
@@ -32,13 +33,22 @@ logger = logging.getLogger("stagehand_py._vision")
 
 #: The colour of the box over a masked field: one solid colour, recognisably not page content.
 MASK_COLOR = "#FF00FF"
-#: Every element a value can be typed into.
-_FIELDS = "input, textarea, [contenteditable]:not([contenteditable='false'])"
-_VALUES_JS = """(els) => els.map((e) => {
-  const name = (e.localName || '').toLowerCase();
-  if (name === 'input' || name === 'textarea') return String(e.value ?? '');
-  return String(e.textContent ?? '');
-})"""
+#: Elements holding a value (read with ``input_value``) and editable text (``text_content``).
+_VALUE_FIELDS = "input, textarea"
+_TEXT_FIELDS = "[contenteditable]:not([contenteditable='false'])"
+
+
+async def _read(handle: Any, by_value: bool) -> str:
+    # input_value() and text_content() run in Playwright's utility world: a page that overrides
+    # the value getter (or textContent) cannot hide a secret from the mask.
+    try:
+        text = await (handle.input_value() if by_value else handle.text_content())
+    except Exception as exc:  # the element went away meanwhile: nothing of it on the screenshot
+        logger.debug("field value not read: %s", type(exc).__name__)
+        return ""
+    finally:
+        await handle.dispose()
+    return str(text or "")
 
 
 async def secret_fields(page: Any, variables: Mapping[str, VariableValue] | None) -> list[Any]:
@@ -50,15 +60,17 @@ async def secret_fields(page: Any, variables: Mapping[str, VariableValue] | None
         return []
     found: list[Any] = []
     for frame in page.frames:
-        fields = frame.locator(_FIELDS)
-        try:
-            values = await fields.evaluate_all(_VALUES_JS)
-        except Exception as exc:  # a frame detached or navigating: nothing of it to mask
-            logger.debug("no field values from frame %s: %s", getattr(frame, "url", "?"), type(exc).__name__)
-            continue
-        for index, value in enumerate(values):
-            if isinstance(value, str) and value and redact_text(value, variables) != value:
-                found.append(fields.nth(index))
+        for selector, by_value in ((_VALUE_FIELDS, True), (_TEXT_FIELDS, False)):
+            fields = frame.locator(selector)
+            try:
+                handles = await fields.element_handles()
+            except Exception as exc:  # a frame detached or navigating: nothing of it to mask
+                logger.debug("no fields from frame %s: %s", getattr(frame, "url", "?"), type(exc).__name__)
+                continue
+            values = await asyncio.gather(*(_read(handle, by_value) for handle in handles))
+            for index, value in enumerate(values):
+                if value and redact_text(value, variables) != value:
+                    found.append(fields.nth(index))
     return found
 
 

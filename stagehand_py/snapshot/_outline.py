@@ -26,6 +26,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
+from .._util import xpath_literal
+
 __all__ = ["TARGET_INFO_KEY", "TEXT_INDEX_KEY", "ElementInfo", "OutlineResult", "build_outline", "SKIPPED_TAGS", "STRUCTURAL_ROLES"]
 
 # Bits set by _walker.js (keep in sync).
@@ -132,16 +134,7 @@ def _element_step_head(local: str, html: bool) -> str:
     """``tag`` for HTML names XPath can spell, else ``*[local-name()='...']``."""
     if html and _NAME_TEST.match(local):
         return local
-    return f"*[local-name()={_literal(local)}]"
-
-
-def _literal(value: str) -> str:
-    """An XPath 1.0 string literal for ``value`` (which may hold either kind of quote)."""
-    if "'" not in value:
-        return f"'{value}'"
-    if '"' not in value:
-        return f'"{value}"'
-    return "concat(" + ", \"'\", ".join(f"'{part}'" for part in value.split("'")) + ")"
+    return f"*[local-name()={xpath_literal(local)}]"
 
 
 def _child_steps(children: list[dict[str, Any]], text_index: list[int] | None = None) -> list[str | None]:

@@ -11,7 +11,7 @@ INNER = "/html[1]/body[1]/iframe[1]/html[1]/body[1]/iframe[1]/html[1]/body[1]"
 
 
 async def _text(page, selector: str) -> str:
-    element = await resolve_element(page, selector, timeout=2)
+    element = await resolve_element(page, selector, timeout=15)
     try:
         return (await element.text_content() or "").strip()
     finally:

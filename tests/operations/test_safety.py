@@ -51,7 +51,7 @@ async def test_canary_values_never_leave_the_browser(page, server, tmp_path, cap
         await sh.extract("what does the form hold")  # no variables passed: still redacted
         broken = Action(selector="xpath=/html[1]/body[1]/form[9]/input[1]", method="fill", arguments=["%password%"])
         try:
-            await Stagehand(page, self_heal=False).act(broken, variables=VARIABLES, timeout=2)
+            await Stagehand(page, self_heal=False).act(broken, variables=VARIABLES, timeout=10)
         except ElementNotFoundError as exc:
             errors.append(exc)
     assert await page.input_value("#username") == USER and await page.input_value("#password") == PASSWORD

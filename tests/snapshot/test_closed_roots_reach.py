@@ -97,7 +97,7 @@ async def test_without_the_snapshot_the_closed_root_is_out_of_reach(context, ser
     await load(page, server.url("closed_frames.html"))
     async with Stagehand(page) as fresh:
         with pytest.raises(ElementNotFoundError, match="take a snapshot"):
-            await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]), timeout=1)
+            await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]), timeout=10)
         await fresh.snapshot()
         assert (await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]))).success
 

@@ -201,7 +201,7 @@ async def test_a_failed_action_leaks_no_typed_value(spans: Any, page: Any) -> No
 
     with pytest.raises(ActionFailedError):
         await Stagehand(page).act(Action(selector="xpath=/html[1]/body[1]/button[1]", method="fill",
-                                         arguments=["%password%"]), variables=VARIABLES, timeout=5)
+                                         arguments=["%password%"]), variables=VARIABLES, timeout=15)
     finished = spans.get_finished_spans()
     action = one(finished, "stagehand.action fill")
     assert dict(action.attributes or {})["error.type"] == "Error" and not action.status.is_ok

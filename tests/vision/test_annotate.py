@@ -20,7 +20,7 @@ async def _snapshot(page):
 
 
 async def _element_box(page, snapshot, element_id: str) -> dict[str, float]:
-    handle = await resolve_element(page, "xpath=" + snapshot.xpath_map[element_id], timeout=1)
+    handle = await resolve_element(page, "xpath=" + snapshot.xpath_map[element_id], timeout=15)
     box = await handle.bounding_box()
     await handle.dispose()
     assert box is not None
@@ -56,12 +56,12 @@ async def test_numbers_follow_the_outline_and_resolve_to_the_right_elements(page
     for number in shot.numbers:
         element_id = shot.element_id(number)
         assert snapshot.line_for(element_id) is not None
-        handle = await resolve_element(page, "xpath=" + snapshot.xpath_map[element_id], timeout=1)
+        handle = await resolve_element(page, "xpath=" + snapshot.xpath_map[element_id], timeout=15)
         actions.append(await handle.get_attribute("data-action"))
         await handle.dispose()
     assert actions == ["new", "open", "save", "cut", "undo", "help"]
     # Clicking the element behind box 3 is clicking "save".
-    handle = await resolve_element(page, "xpath=" + snapshot.xpath_map[shot.element_id(3)], timeout=1)
+    handle = await resolve_element(page, "xpath=" + snapshot.xpath_map[shot.element_id(3)], timeout=15)
     await handle.click()
     assert await page.text_content("#status") == "save"
 
