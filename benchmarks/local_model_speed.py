@@ -45,7 +45,7 @@ from _local_site import serve_site
 from _server import StaticServer
 from playwright.async_api import async_playwright
 
-from stagehand_py import Stagehand, Variables
+from stagehand_py import Stagehand, StagehandError, Variables
 from stagehand_py._prompts.common import set_reuse_layout
 from stagehand_py.llm import LLMClient, LocalModel
 from stagehand_py.llm._providers._local import models_dir
@@ -95,12 +95,17 @@ class Recorder:
         self.flow, self.kind, self.layout, self.stagehand = flow, kind, layout, stagehand
         self.calls: list[Call] = []
 
-    async def timed(self, verb: str, instruction: str, call: Awaitable[T], ok: Callable[[T], bool]) -> T:
+    async def timed(self, verb: str, instruction: str, call: Awaitable[T], ok: Callable[[T], bool]) -> T | None:
         before, started = self.stagehand.metrics.total, time.perf_counter()
-        result = await call
+        result: T | None = None
+        try:
+            result = await call
+        except StagehandError as exc:  # a wrong answer the library refused: counted, and the flow goes on
+            print(f"  {verb} {instruction!r} raised {type(exc).__name__}: {str(exc)[:160]}", flush=True)
         used = self.stagehand.metrics.total - before
         row = Call(self.flow, self.kind, self.layout, len(self.calls) + 1, verb, instruction, used.input_tokens,
-                   used.cached_tokens, used.requests, used.wall_ms / 1000, time.perf_counter() - started, ok(result))
+                   used.cached_tokens, used.requests, used.wall_ms / 1000, time.perf_counter() - started,
+                   result is not None and ok(result))
         self.calls.append(row)
         print(f"{row.flow:12} {row.kind:8} {row.layout:3} #{row.n:<2} {verb:8} {row.prompt_tokens:5} tok "
               f"{row.cached_tokens:5} cached {row.model_calls} call(s) {row.model_s:6.1f} s model "
@@ -115,7 +120,7 @@ async def quickstart(rec: Recorder, site: Any) -> None:
     plan = await rec.timed("observe", "fill in the sign-in form", sh.observe(
         "fill in the sign-in form with the username and the password", variables=variables),
         lambda actions: {"fill"} <= {a.method for a in actions})
-    for action in plan:
+    for action in plan or []:
         if action.method in ("fill", "type"):
             await sh.act(action, variables=variables)  # no model call
     await rec.timed("act", "tick the Remember me checkbox", sh.act("tick the Remember me checkbox"),
