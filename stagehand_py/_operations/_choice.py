@@ -15,6 +15,7 @@ net, drops choices from the end until the request fits the token budget.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -126,6 +127,23 @@ def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: 
     return {line: eid for line, eid in choices.items() if line in kept}
 
 
+#: An instruction that gives a value to a field ("fill the title with X", "type X into search").
+_FILLS = re.compile(r"^\s*(?:fill|type|enter|input|write)\b", re.IGNORECASE)
+#: Roles that take a typed value.
+_VALUE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton"})
+
+
+def _fitting(choices: dict[str, str], contexts: dict[str, tuple[SnapshotElement, tuple[str, ...]]],
+             instruction: str | None) -> dict[str, str]:
+    """For an act that fills a field, only the fields that take a value (when the part has any):
+    a small model then chooses among the form's fields, not every link of the page."""
+    if not instruction or not _FILLS.match(instruction):
+        return choices
+    fields = {line: eid for line, eid in choices.items()
+              if eid in contexts and contexts[eid][0].role in _VALUE_ROLES}
+    return fields or choices
+
+
 @dataclass(frozen=True)
 class ChoiceRequest:
     """A chunk's element question rewritten for choice mode: the user text with the choices,
@@ -155,7 +173,10 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
         text = f"{user}\n\n{choices_block(lines, fence, single=single)}"
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
-    choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction, _contexts(outline))
+    contexts = _contexts(outline)
+    if single:  # act: narrowed to the candidates that fit the instruction
+        choices = _fitting(choices, contexts, instruction)
+    choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction, contexts)
     if not choices:
         raise ConfigurationError(
             f"choice mode: token_budget={token_budget} leaves no room for a single choice next to the prompt; "

@@ -51,7 +51,7 @@ from ._context import OperationContext
 from ._pipeline import PageRead, ask_parts, look, read_page, split_page
 from ._vision import require_sight, with_page_screenshot
 
-__all__ = ["all_empty", "complete", "empty_required", "extract", "map_urls", "merge", "schema_words", "to_wire_schema"]
+__all__ = ["absent_as_none", "all_empty", "complete", "empty_required", "extract", "map_urls", "merge", "schema_words", "to_wire_schema"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -132,6 +132,8 @@ def map_urls(data: Any, schema: Any, root: dict[str, Any], lookup: Callable[[str
     if not isinstance(node, dict):
         return data
     if isinstance(data, str) and (_is_url(node) or any(_is_url(deref(b, root)) for b in node.get("anyOf", []) + node.get("oneOf", []))):
+        if not data.strip():
+            return data  # "no such link": absent, not a link to check (see absent_as_none)
         url = lookup(data)
         if url is None:
             problems.append(f"{path}: {data!r} is not the id of a link in the outline; give the id of the link "
@@ -234,6 +236,54 @@ def empty_required(data: Any, schema: Any, root: dict[str, Any], path: str = "da
         elif key in props:
             found += empty_required(value, props[key], root, f"{path}.{key}")
     return found
+
+
+def _nullable(node: Any, root: dict[str, Any], depth: int = 0) -> bool:
+    node = deref(node, root)
+    if depth > 16 or not isinstance(node, dict):
+        return False
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(_nullable(branch, root, depth + 1) for branch in node.get("anyOf", []) + node.get("oneOf", []))
+
+
+def _object_node(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    """``node``, or the branch of its ``anyOf``/``oneOf`` that describes an object (``Optional[Model]``)."""
+    node = deref(node, root)
+    if not isinstance(node, dict) or node.get("properties"):
+        return node if isinstance(node, dict) else {}
+    for branch in node.get("anyOf", []) + node.get("oneOf", []):
+        branch = deref(branch, root)
+        if isinstance(branch, dict) and branch.get("properties"):
+            return branch
+    return node
+
+
+def absent_as_none(data: Any, schema: Any, root: dict[str, Any], depth: int = 0) -> Any:
+    """``data`` with "not on the page" said as the schema allows: a blank string in a nullable
+    field becomes None, in an optional (not required) one the field is left out; never ''."""
+    if depth > 32:
+        return data
+    node = _object_node(schema, root)
+    if isinstance(data, dict):
+        props = node.get("properties", {})
+        required = set(node.get("required", []))
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            sub = props.get(key)
+            if sub is not None and isinstance(value, str) and not value.strip():
+                if _nullable(sub, root):
+                    out[key] = None
+                elif key in required:
+                    out[key] = value
+                continue
+            out[key] = absent_as_none(value, sub, root, depth + 1) if sub is not None else value
+        return out
+    if isinstance(data, list):
+        items = deref(node.get("items"), root)
+        return [absent_as_none(value, items, root, depth + 1) for value in data] if isinstance(items, dict) else data
+    return data
 
 
 def all_empty(data: Any) -> bool:
@@ -362,6 +412,7 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
             mapped = map_urls(out["data"], user, user, lookup, problems)
             if problems:
                 return problems, (None, False)
+            mapped = absent_as_none(mapped, user, user)
             errors, _ = _validate(mapped, user, model)
             if errors and parts.total == 1:
                 return errors, (None, False)  # a part of a long page may lack required fields; judged after merging

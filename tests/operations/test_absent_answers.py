@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 
 from _server import Response
+from pydantic import BaseModel, HttpUrl
 
 from stagehand_py.llm import LLMRequest
 from stagehand_py.testing import FunctionLLM, capture_requests
 
-from ._ops import first_user
+from ._ops import find_id, first_user, prompt_text
 from .test_late_content import LATE
 
 # Optional field: an empty answer is valid for the schema, so only "all blank" can tell it waits.
@@ -52,3 +53,59 @@ async def test_control_with_a_short_settle_window_the_blank_answer_comes_back(ma
     with capture_requests() as calls:
         assert await sh.extract("the price of the Late offer", OPTIONAL_PRICE) == {"price": ""}
     assert len(calls) == 1
+
+
+BOOK_PAGE = """<!DOCTYPE html><html><body><h1>Dune</h1><p>by Frank Herbert</p>
+<a href="/reviews/dune">Reviews</a></body></html>"""
+
+
+class Book(BaseModel):
+    title: str
+    subtitle: str | None = None
+    reviews: HttpUrl | None = None
+    shop: HttpUrl | None = None
+
+
+async def test_optional_and_nullable_fields_answered_blank_come_back_as_none(make_stagehand, server):
+    answers: list[dict] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        reviews = find_id(request, "link: Reviews")
+        answer = [{"title": "Dune", "subtitle": "", "reviews": reviews, "shop": ""},
+                  {"title": "Dune", "subtitle": "", "reviews": reviews, "shop": ""}][len(answers)]
+        answers.append(answer)
+        return {"data": answer, "instruction_satisfied": True}
+
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route("/dune.html", lambda req: Response.html(BOOK_PAGE)):
+        await sh.page.goto(server.url("dune.html"))
+    with capture_requests() as calls:
+        book = await sh.extract("the book's title, subtitle, reviews link and shop link", schema=Book)
+    assert len(calls) == 1  # a blank link is "not on the page", not a wrong link to re-ask
+    assert book.subtitle is None and book.shop is None  # None, never ''
+    assert str(book.reviews) == server.url("reviews/dune")
+    # A JSON Schema field that is optional but not nullable is left out rather than ''.
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "isbn": {"type": "string"}},
+              "required": ["title"]}
+    answers.clear()
+    sh2 = await make_stagehand(model=FunctionLLM(lambda r: {"data": {"title": "Dune", "isbn": " "},
+                                                            "instruction_satisfied": True}))
+    with server.route("/dune2.html", lambda req: Response.html(BOOK_PAGE)):
+        await sh2.page.goto(server.url("dune2.html"))
+    assert await sh2.extract("the title and the ISBN", schema=schema) == {"title": "Dune"}
+
+
+async def test_a_url_field_takes_only_the_pages_own_links_and_re_asks_otherwise(make_stagehand, server):
+    given = iter(["https://shop.example.com/dune", "{reviews}"])
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        link = next(given).format(reviews=find_id(request, "link: Reviews"))
+        return {"data": {"title": "Dune", "reviews": link}, "instruction_satisfied": True}
+
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route("/dune3.html", lambda req: Response.html(BOOK_PAGE)):
+        await sh.page.goto(server.url("dune3.html"))
+    with capture_requests() as calls:
+        book = await sh.extract("the book's title and reviews link", schema=Book)
+    assert len(calls) == 2 and "is not the id of a link" in prompt_text(calls[1].request)
+    assert str(book.reviews) == server.url("reviews/dune")

@@ -101,3 +101,23 @@ async def test_control_ranking_parts_by_words_alone_puts_the_table_first(make_st
     assert rank_chunks(chunks, INSTRUCTION, elements=True)[0].index == filter_part
     # Control: by words alone the header part (title, "In stock" column, "books" everywhere) wins.
     assert rank_chunks(chunks, INSTRUCTION)[0].index != filter_part
+
+
+async def test_a_fill_on_a_big_page_chooses_among_the_fields_only(make_stagehand, server):
+    offered: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        choices = enum_of(request)
+        offered.append(choices)
+        (line,) = [c for c in choices if c.startswith("searchbox: Search books")]
+        return {"elements": [{"element": line, "method": "fill", "arguments": ["Calvino"]}], "opens_options": False}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000)
+    with server.route("/books/", lambda req: Response.html(_changelist(400))):
+        await sh.page.goto(server.url("books/"))
+        result = await sh.act("type Calvino into the search box", vision=False)
+    assert result.success, result.message
+    assert await sh.page.input_value("input[aria-label='Search books']") == "Calvino"
+    roles = {line.split(" ", 1)[0].rstrip(":") for line in offered[0]}
+    assert roles <= {"textbox", "searchbox", "combobox", "spinbutton"}, offered[0]
+    assert len(offered[0]) < 10  # the page has ~1,600 actionable lines
