@@ -8,6 +8,7 @@ underscore (``_operations``, ``_actions``, ``_prompts``, ``_vision``, ``_cache``
 """
 
 from ._actions import placeholders_in
+from ._cache import ElementIdentity
 from ._errors import (
     ActionError,
     ActionFailedError,
@@ -67,6 +68,7 @@ __all__ = [
     "Action",
     "ActionMethod",
     "ActResult",
+    "ElementIdentity",
     "Variables",
     "VariableSpec",
     "placeholders_in",

@@ -515,6 +515,7 @@ class Stagehand:
         variables: Variables | None = None,
         vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
+        element: ElementIdentity | None = None,
     ) -> ActResult:
         """Run an :class:`Action` (no model call) or plan one from an instruction and run it.
 

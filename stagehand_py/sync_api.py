@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, cast, overload
 
 from pydantic import BaseModel
 
+from ._cache import ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
 from ._stagehand import SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
@@ -275,9 +276,10 @@ class Stagehand:
         variables: Variables | None = None,
         vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
+        element: ElementIdentity | None = None,
     ) -> ActResult:
         """Run an Action, or plan one from an instruction; see :meth:`stagehand_py.Stagehand.act`."""
-        return self._run(self._core.act(action, variables=variables, vision=vision, timeout=timeout))
+        return self._run(self._core.act(action, variables=variables, vision=vision, timeout=timeout, element=element))
 
     @overload
     def extract(

@@ -34,6 +34,7 @@ TOP_LEVEL = {
     "Action",
     "ActionMethod",
     "ActResult",
+    "ElementIdentity",
     "Variables",
     "VariableSpec",
     "placeholders_in",
