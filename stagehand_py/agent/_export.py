@@ -23,8 +23,8 @@ from ._replay import leaves
 
 __all__ = ["script_text", "write_script"]
 
-#: Environment variable that gives a variable's value to an exported file.
-VARIABLE_ENV = "STAGEHAND_VAR_{}"
+#: Prefix of the environment variable that gives a variable's value to an exported file.
+VARIABLE_PREFIX = "STAGEHAND_VAR_"
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
@@ -140,7 +140,7 @@ def _assemble(recording: RunRecording, body: list[str], models: _Models, *, test
     how = ("pytest this file (with the stagehand_py plugin): no model is called while nothing drifted; a drifted "
            "step heals with one model call, recorded to the plugin's cassette with --stagehand-record once."
            if test else "python this file: every act checks its element before acting.")
-    env = ", ".join(VARIABLE_ENV.format(n.upper()) for n in names)
+    env = ", ".join(VARIABLE_PREFIX + n.upper() for n in names)
     head = [f'"""Exported from a stagehand_py agent run: {doc}', "", how]
     if names:
         head.append(f"Variable values come from the environment: {env}.")
@@ -166,9 +166,9 @@ def _assemble(recording: RunRecording, body: list[str], models: _Models, *, test
         head += [source, "", ""]
     if names:
         head += ["def _variable(name: str) -> str:",
-                 f"    value = os.environ.get({VARIABLE_ENV!r}.format(name.upper()))",
+                 f"    value = os.environ.get({VARIABLE_PREFIX!r} + name.upper())",
                  "    if value is None:",
-                 f"        raise SystemExit(f'set {VARIABLE_ENV}'.format(name.upper()) + ' to the value of %' + name + '%')",
+                 f"        raise SystemExit(f'set {VARIABLE_PREFIX}{{name.upper()}} to the value of %{{name}}%')",
                  "    return value", "", "",
                  "VARIABLES: Variables = {" + ", ".join(f"{n!r}: _variable({n!r})" for n in names) + "}", "", ""]
     slug = re.sub(r"\W+", "_", recording.task.lower()).strip("_")[:60] or "run"

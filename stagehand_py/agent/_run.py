@@ -13,6 +13,7 @@ import hashlib
 import inspect
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -240,7 +241,7 @@ class Run:
         for ran in result.actions:
             identity = identities.get(ran.selector) if isinstance(identities, dict) else None
             self.recorded.append(RecordedStep(
-                kind="act", action=ran.model_copy(update={"description": self.redact(ran.description)}),
+                kind="act", action=ran.model_copy(update={"description": _without_id(self.redact(ran.description))}),
                 role=identity.role if identity is not None else None,
                 name=self.redact(identity.name) if identity is not None else None))
 
@@ -311,6 +312,11 @@ class Run:
         if self.extractions:
             return {"extractions": self.extractions}
         return self.data
+
+
+def _without_id(description: str) -> str:
+    """An outline line as a description that outlives this snapshot: without its ``[frame-n]`` id."""
+    return re.sub(r"^\s*\[\d+-\d+\]\s*", "", description)
 
 
 def _schema_of(output: type[BaseModel] | dict[str, Any] | None) -> dict[str, Any] | None:
