@@ -523,7 +523,17 @@ class Stagehand:
         before the browser call. Raises the executor's typed errors when the action cannot
         run (after one self-heal attempt); returns ``success=False`` when the model finds no
         element for the instruction. ``vision`` applies to planning, as in :meth:`observe`.
+        ``element`` (with an Action): the role and name of the element the action was chosen on,
+        as an exported agent run gives it; the page must still show that element at the
+        selector, else the act heals (one model call) or refuses with a typed error.
         """
+        if element is not None:
+            if not isinstance(element, ElementIdentity) or not isinstance(action, Action):
+                raise InvalidArgumentError(
+                    f"act(element=...) takes an ElementIdentity(role=..., name=...) with an Action, not "
+                    f"{type(element).__name__} with {type(action).__name__}.")
+            self._check_open()  # a tab followed now would clear the identities set below
+            self._identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context(variables, timeout)
             return await self._act_reporting("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
