@@ -24,7 +24,7 @@ from typing import Any
 
 from .._actions import substitute
 from .._cache import ElementIdentity
-from .._errors import ActionFailedError, StagehandError
+from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
 from .._operations._identity import identity_in
 from .._types import Variables
 from ..llm import Usage
@@ -108,6 +108,8 @@ async def replay_steps(
         summary = step.summary()
         try:
             status, ran, detail = await _replay_one(driver, step, variables, heal, check_url, outcome)
+        except InvalidArgumentError:
+            raise  # the caller's input (a variable missing, a URL outside the allowed domains): not drift
         except StagehandError as exc:
             detail = str(exc)
             if step.kind == "act" and step.action is not None:

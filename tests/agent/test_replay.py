@@ -207,3 +207,28 @@ async def test_act_with_element_refuses_another_element_at_the_path(make, shop):
     assert await sh.page.inner_text("#cart") == "Cart: 3 items"  # nothing was clicked
     with pytest.raises(InvalidArgumentError, match="ElementIdentity"):
         await sh.act("click the button", element=ElementIdentity(role="button", name="Add to cart"))
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stagehand_py.batch._cli", "replay", *args], cwd=tmp_path,
+                          env=_subprocess_env(tmp_path), capture_output=True, text=True, timeout=300)
+
+
+async def test_replay_check_reports_drift_per_step_with_no_model(make, shop, tmp_path):
+    cache = tmp_path / "cache"
+    _, first, _ = await _run(make, cache, shop, first_run_model())
+    [stored] = list((cache / "agent-runs").iterdir())
+    exported = first.to_pytest(tmp_path / "test_exported_run.py")
+    for source in (stored, exported):
+        same = _cli(tmp_path, str(source), "--check")
+        assert same.returncode == 0, same.stdout + same.stderr
+        assert same.stdout.count(" replayed ") == 3 and "model calls: 0" in same.stdout, same.stdout
+    STATE["label"] = "Add to basket"
+    for source in (stored, exported):
+        drifted = _cli(tmp_path, str(source), "--check")
+        assert drifted.returncode == 1, drifted.stdout + drifted.stderr
+        lines = drifted.stdout.splitlines()
+        assert " replayed " in lines[0] and " drifted " in lines[1] and " skipped " in lines[2], drifted.stdout
+        assert "was button 'Add to cart', now button 'Add to basket'" in lines[1]
+        assert "model calls: 0" in drifted.stdout
+    assert _cli(tmp_path, str(tmp_path / "nothing.json"), "--check").returncode == 2
