@@ -24,6 +24,7 @@ from ._errors import (
     ConfigurationError,
     CostLimitExceededError,
     ElementNotFoundError,
+    ExpectationError,
     InvalidArgumentError,
     InvalidSchemaError,
     LLMError,
@@ -43,6 +44,7 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
+from ._operations.expect import Expectation
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
 from ._types import Action, ActionMethod, ActResult, SavedDownload, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
@@ -78,6 +80,7 @@ __all__ = [
     "AgentStep",
     "AgentEvent",
     "EvaluateResult",
+    "Expectation",
     "DomConfidence",
     "measure_dom_confidence",
     "LOW_CONFIDENCE",
@@ -114,4 +117,5 @@ __all__ = [
     "CassetteError",
     "CacheError",
     "AgentError",
+    "ExpectationError",
 ]

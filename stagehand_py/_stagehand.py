@@ -14,11 +14,19 @@ from pydantic import BaseModel
 
 from ._actions import install_page_helpers, placeholder_descriptions
 from ._cache import ActionCache, ElementIdentity
-from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._errors import (
+    ConfigurationError,
+    ExpectationError,
+    InvalidArgumentError,
+    PageClosedError,
+    StagehandTimeoutError,
+)
 from ._operations import act as _act
+from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
 from ._operations._context import OperationContext
+from ._operations.expect import Expectation
 from ._secrets import variable_value
 from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._cdp import PageTargets
@@ -591,6 +599,24 @@ class Stagehand:
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
                                                                               screenshot=screenshot),
                                instruction=instruction)
+
+    async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
+                     timeout: float | None = None) -> Expectation:
+        """Check a claim about the page in words (``"the cart shows 2 items"``): one model call on
+        the page text (a screenshot too with ``screenshot=True``) returns an :class:`Expectation`:
+        the verdict and the outline line it read as evidence (truthy when the claim holds).
+
+        ``raise_on_failure``: raise :class:`ExpectationError` (an ``AssertionError``) with the
+        evidence when the claim does not hold; ``None`` (default) raises inside a pytest test only.
+        """
+        checked = _required_instruction("expect", claim)
+        ctx = self._context(timeout=timeout)
+        verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
+                                  instruction=checked)
+        under_pytest = "PYTEST_CURRENT_TEST" in os.environ
+        if not verdict.passed and (raise_on_failure if raise_on_failure is not None else under_pytest):
+            raise ExpectationError(verdict.explain(), expectation=verdict)
+        return verdict
 
     # --- agent and judge -------------------------------------------------------------------
 

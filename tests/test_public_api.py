@@ -44,6 +44,7 @@ TOP_LEVEL = {
     "AgentStep",
     "AgentEvent",
     "EvaluateResult",
+    "Expectation",
     "DomConfidence",
     "measure_dom_confidence",
     "LOW_CONFIDENCE",
