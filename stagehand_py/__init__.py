@@ -8,6 +8,7 @@ underscore (``_operations``, ``_actions``, ``_prompts``, ``_vision``, ``_cache``
 """
 
 from ._actions import placeholders_in
+from ._cache import ElementIdentity
 from ._errors import (
     ActionError,
     ActionFailedError,
@@ -23,6 +24,7 @@ from ._errors import (
     ConfigurationError,
     CostLimitExceededError,
     ElementNotFoundError,
+    ExpectationError,
     InvalidArgumentError,
     InvalidSchemaError,
     LLMError,
@@ -42,6 +44,7 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
+from ._operations.expect import Expectation
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
 from ._types import Action, ActionMethod, ActResult, SavedDownload, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
@@ -67,6 +70,7 @@ __all__ = [
     "Action",
     "ActionMethod",
     "ActResult",
+    "ElementIdentity",
     "Variables",
     "VariableSpec",
     "placeholders_in",
@@ -76,6 +80,7 @@ __all__ = [
     "AgentStep",
     "AgentEvent",
     "EvaluateResult",
+    "Expectation",
     "DomConfidence",
     "measure_dom_confidence",
     "LOW_CONFIDENCE",
@@ -112,4 +117,5 @@ __all__ = [
     "CassetteError",
     "CacheError",
     "AgentError",
+    "ExpectationError",
 ]

@@ -34,7 +34,8 @@ can catch everything with one ``except`` and still tell the cases apart::
     │   ├── ModelRequestBlockedError  a real model was called while the kill switch is on
     │   └── TestDoubleError       a test double was misused (script ran out, answer off-schema)
     ├── CacheError                    the action cache could not be read or written
-    └── AgentError                    the agent could not run (not: the task failed)
+    ├── AgentError                    the agent could not run (not: the task failed)
+    └── ExpectationError              expect()'s claim is not what the page shows (an AssertionError too)
 
 Rules every raise follows: the message says what went wrong, with which input, and what to
 do about it; the cause is chained (``raise ... from exc``); secret values (variables) never
@@ -78,6 +79,7 @@ __all__ = [
     "CassetteError",
     "CacheError",
     "AgentError",
+    "ExpectationError",
 ]
 
 
@@ -288,3 +290,12 @@ class CacheError(StagehandError):
 
 class AgentError(StagehandError):
     """The agent could not run (a task that fails is a result, not an error)."""
+
+
+class ExpectationError(StagehandError, AssertionError):
+    """``expect(claim)`` found the page does not show the claim; ``expectation`` holds the verdict
+    and the evidence line. An ``AssertionError`` so a test fails with that evidence."""
+
+    def __init__(self, message: str, *, expectation: Any = None) -> None:
+        super().__init__(message)
+        self.expectation = expectation

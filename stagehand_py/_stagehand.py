@@ -14,11 +14,19 @@ from pydantic import BaseModel
 
 from ._actions import install_page_helpers, placeholder_descriptions
 from ._cache import ActionCache, ElementIdentity
-from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._errors import (
+    ConfigurationError,
+    ExpectationError,
+    InvalidArgumentError,
+    PageClosedError,
+    StagehandTimeoutError,
+)
 from ._operations import act as _act
+from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
 from ._operations._context import OperationContext
+from ._operations.expect import Expectation
 from ._secrets import variable_value
 from ._types import Action, ActResult, SavedDownload, Variables
 from ._util import page_address
@@ -528,6 +536,7 @@ class Stagehand:
         variables: Variables | None = None,
         vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
+        element: ElementIdentity | None = None,
     ) -> ActResult:
         """Run an :class:`Action` (no model call) or plan one from an instruction and run it.
 
@@ -535,7 +544,17 @@ class Stagehand:
         before the browser call. Raises the executor's typed errors when the action cannot
         run (after one self-heal attempt); returns ``success=False`` when the model finds no
         element for the instruction. ``vision`` applies to planning, as in :meth:`observe`.
+        ``element`` (with an Action): the role and name of the element the action was chosen on,
+        as an exported agent run gives it; the page must still show that element at the
+        selector, else the act heals (one model call) or refuses with a typed error.
         """
+        if element is not None:
+            if not isinstance(element, ElementIdentity) or not isinstance(action, Action):
+                raise InvalidArgumentError(
+                    f"act(element=...) takes an ElementIdentity(role=..., name=...) with an Action, not "
+                    f"{type(element).__name__} with {type(action).__name__}.")
+            self._check_open()  # a tab followed now would clear the identities set below
+            self._identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context(variables, timeout)
             return await self._act_reporting("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
@@ -593,6 +612,24 @@ class Stagehand:
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
                                                                               screenshot=screenshot),
                                instruction=instruction)
+
+    async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
+                     timeout: float | None = None) -> Expectation:
+        """Check a claim about the page in words (``"the cart shows 2 items"``): one model call on
+        the page text (a screenshot too with ``screenshot=True``) returns an :class:`Expectation`:
+        the verdict and the outline line it read as evidence (truthy when the claim holds).
+
+        ``raise_on_failure``: raise :class:`ExpectationError` (an ``AssertionError``) with the
+        evidence when the claim does not hold; ``None`` (default) raises inside a pytest test only.
+        """
+        checked = _required_instruction("expect", claim)
+        ctx = self._context(timeout=timeout)
+        verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
+                                  instruction=checked)
+        under_pytest = "PYTEST_CURRENT_TEST" in os.environ
+        if not verdict.passed and (raise_on_failure if raise_on_failure is not None else under_pytest):
+            raise ExpectationError(verdict.explain(), expectation=verdict)
+        return verdict
 
     # --- agent and judge -------------------------------------------------------------------
 

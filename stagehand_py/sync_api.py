@@ -38,8 +38,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, cast, overload
 
 from pydantic import BaseModel
 
+from ._cache import ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
+from ._operations.expect import Expectation
 from ._stagehand import SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
@@ -275,9 +277,16 @@ class Stagehand:
         variables: Variables | None = None,
         vision: Literal["auto"] | bool = "auto",
         timeout: float | None = None,
+        element: ElementIdentity | None = None,
     ) -> ActResult:
         """Run an Action, or plan one from an instruction; see :meth:`stagehand_py.Stagehand.act`."""
-        return self._run(self._core.act(action, variables=variables, vision=vision, timeout=timeout))
+        return self._run(self._core.act(action, variables=variables, vision=vision, timeout=timeout, element=element))
+
+    def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
+               timeout: float | None = None) -> Expectation:
+        """Check a claim about the page in words; see :meth:`stagehand_py.Stagehand.expect`."""
+        return self._run(self._core.expect(claim, screenshot=screenshot, raise_on_failure=raise_on_failure,
+                                           timeout=timeout))
 
     @overload
     def extract(

@@ -7,7 +7,7 @@ the loop (:func:`._step.run_loop`) with the config's mode (:mod:`.modes`) and th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from ..llm import LLMClient
 from ..tracing._spans import traced_agent_run
 from ._config import AgentConfig
 from ._domains import DomainGuard
+from ._replayed_run import run_store, run_with_recording
 from ._run import EventCallback, Run
 from ._step import model_label, run_loop
 from ._tools import Tool, ToolSet, tool_from_function
@@ -70,12 +71,18 @@ class Agent:
         timeout: float | None = None,
         callbacks: EventCallback | Sequence[EventCallback] | None = None,
         checkpoint_path: str | Path | None = None,
+        replay: bool | None = None,
     ) -> AgentResult:
         """Run the task and return an :class:`AgentResult` (a failed task is a result, not an error).
 
         ``output`` (a pydantic model class or a JSON Schema) is what ``done`` must deliver;
         ``variables`` fill ``%name%`` placeholders at execution time only; ``timeout`` is the
         wall-clock budget in seconds; ``callbacks`` receive every :class:`AgentEvent`.
+        ``replay``: with a cache directory (``Stagehand(cache_dir=...)``) a finished DOM run is
+        stored and the same task (start URL, variable names) replays it with no model while its
+        elements still match, healing only a step that drifted; ``None`` (default) replays when a
+        run is stored, ``False`` runs live (and stores the new run), ``True`` also requires the
+        cache directory. ``result.replay`` says which steps replayed, healed or ran fresh.
         Raises :class:`AgentError` when the run cannot start or the model cannot be used at all
         (authentication, a bad request, the kill switch).
         """
@@ -94,8 +101,18 @@ class Agent:
         if self._config.allowed_domains is not None:
             run.guard = DomainGuard(list(self._config.allowed_domains), main_page=self._driver.page, redact=run.redact)
             await run.guard.install()
+        store = run_store(self._driver) if self._config.mode == "dom" else None
+        if replay is True and store is None:
+            raise InvalidArgumentError("replay=True needs a DOM agent on a Stagehand with a cache directory: "
+                                       "Stagehand(page, cache_dir='...') stores runs under it.")
+        recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), sorted(run.variables))
+                     if store is not None and replay is not False else None)
+
+        def live() -> Awaitable[AgentResult]:
+            return run_loop(run, self._mode, self._tool_set(run))
+
         try:
-            return await traced_agent_run(lambda: run_loop(run, self._mode, self._tool_set(run)), instruction=instruction,
+            return await traced_agent_run(lambda: run_with_recording(run, recording, live, store), instruction=instruction,
                                           mode=self._config.mode, model=model_label(self._client), max_steps=max_steps,
                                           variables=run.variables)
         finally:

@@ -13,6 +13,7 @@ import hashlib
 import inspect
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
 from ..llm import LLMClient, Usage
 from ._config import AgentConfig
 from ._domains import DomainGuard
+from ._recording import RecordedStep, ReplayReport
 from ._types import (
     AgentEvent,
     AgentEventType,
@@ -169,6 +171,15 @@ class Run:
         self.primary_failed = False
         self.used_fallback = False
         self.pagination_bonus = 0
+        #: The browser steps taken, for replay (:mod:`._recording`); ``unreplayable`` says why a
+        #: run cannot be replayed (a tool whose effect is not recorded), or is None.
+        self.recorded: list[RecordedStep] = []
+        self.unreplayable: str | None = None
+        #: Where the run started (the key of its recording), and how a stored run was replayed:
+        #: the report, and how many recorded steps ran before the live agent took over.
+        self.start_url = ""
+        self.replay_report: ReplayReport | None = None
+        self.replayed_steps = 0
 
     # --- redaction ---------------------------------------------------------------------------
 
@@ -221,7 +232,18 @@ class Run:
         result = await self.driver.act(action, variables=self.variables or None)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)
+        self.record_acts(result)
         return result
+
+    def record_acts(self, result: ActResult) -> None:
+        """Record the actions ``result`` ran, each with the identity its element was chosen on."""
+        identities = getattr(self.driver, "_identities", None)
+        for ran in result.actions:
+            identity = identities.get(ran.selector) if isinstance(identities, dict) else None
+            self.recorded.append(RecordedStep(
+                kind="act", action=ran.model_copy(update={"description": _without_id(self.redact(ran.description))}),
+                role=identity.role if identity is not None else None,
+                name=self.redact(identity.name) if identity is not None else None))
 
     def check_url_allowed(self, url: str) -> None:
         if self.guard is not None and not self.guard.allows(url):
@@ -290,6 +312,11 @@ class Run:
         if self.extractions:
             return {"extractions": self.extractions}
         return self.data
+
+
+def _without_id(description: str) -> str:
+    """An outline line as a description that outlives this snapshot: without its ``[frame-n]`` id."""
+    return re.sub(r"^\s*\[\d+-\d+\]\s*", "", description)
 
 
 def _schema_of(output: type[BaseModel] | dict[str, Any] | None) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ from ..snapshot import ACTIONABLE_ROLES, parse_line
 from ..tracing._spans import traced_agent_step
 from ._choice_step import ask_choice_step, uses_choice_step
 from ._judge import evaluate_page
+from ._recording import recording_of, report_of
 from ._run import Finished, Mode, PageState, Run, browser_lock
 from ._tools import TERMINAL_TOOLS, Tool, ToolOutcome, ToolSet, step_model
 from ._types import AgentResult, AgentStep, Evidence, SafetyCheck
@@ -517,6 +518,8 @@ async def finish(run: Run, fin: Finished) -> AgentResult:
             checkpoints=list(run.checkpoints),
             blocked=[b.model_copy(update={"url": run.redact(b.url)}) for b in run.guard.blocked] if run.guard is not None else [],
         ),
+        recording=recording_of(run, fin.status, fin.message, fin.output),
+        replay=report_of(run),
     )
     logger.info("agent finished: %s after %d step(s): %s", fin.status, run.step, fin.message[:200])
     await run.emit("finished", {"status": fin.status, "message": fin.message}, result=result)

@@ -16,6 +16,7 @@ from .._errors import InvalidArgumentError
 from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 from .._types import Action, ActionMethod, ActResult
 from .._vision import masked_screenshot
+from ._recording import RecordedStep
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -190,6 +191,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
         kwargs = {k: getattr(args, k) for k in fields}
         if inject is not None:
             kwargs[inject] = run_.driver
+            run_.unreplayable = f"it called the browser tool {tool_name!r}, whose effect is not recorded"
         value = fn(**kwargs)
         if inspect.isawaitable(value):
             value = await value
@@ -211,6 +213,7 @@ async def _act(run: Run, args: ActArgs) -> ToolOutcome:
         return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done." + _downloads_note(run, result))
     if args.instruction:
         result = await run.driver.act(args.instruction, variables=run.variables)
+        run.record_acts(result)
         return ToolOutcome(ok=bool(result.success), text=result.message + _downloads_note(run, result))
     raise InvalidArgumentError("act needs element_id (from the outline) or an instruction.")
 
@@ -238,7 +241,7 @@ async def _fill_form(run: Run, args: FillFormArgs) -> ToolOutcome:
         if not actions:
             raise InvalidArgumentError(f"no form fields found for: {', '.join(str(f.label) for f in by_label)}")
         for action in actions:
-            await run.driver.act(action, variables=run.variables)
+            run.record_acts(await run.driver.act(action, variables=run.variables))
             done.append(action.description or action.selector)
     return ToolOutcome(ok=True, text=f"filled {len(done)} field(s): {', '.join(done)}")
 
@@ -247,12 +250,15 @@ async def _extract(run: Run, args: ExtractArgs) -> ToolOutcome:
     value = await run.driver.extract(args.instruction, args.schema_)
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     run.extractions.append(data)
+    run.recorded.append(RecordedStep(kind="extract", instruction=run.redact(args.instruction), schema=args.schema_,
+                                     data=run.redact_data(data)))
     return ToolOutcome(ok=True, text=json.dumps(data, default=str), data=data)
 
 
 async def _goto(run: Run, args: GotoArgs) -> ToolOutcome:
     run.check_url_allowed(args.url)
     response = await run.driver.page.goto(args.url, wait_until="load")
+    run.recorded.append(RecordedStep(kind="goto", url=run.redact(args.url)))
     status = f" (HTTP {response.status})" if response is not None else ""
     return ToolOutcome(ok=response is None or response.ok, text=f"opened {run.driver.page.url}{status}")
 
@@ -261,6 +267,7 @@ async def _back(run: Run, args: NoArgs) -> ToolOutcome:
     response = await run.driver.page.go_back(wait_until="load")
     if response is None and run.driver.page.url == run.last_url:
         return ToolOutcome(ok=False, text="there is no previous page in this tab")
+    run.recorded.append(RecordedStep(kind="back"))
     return ToolOutcome(ok=True, text=f"back at {run.driver.page.url}")
 
 
@@ -276,6 +283,8 @@ async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
     else:
         await page.evaluate("([s, p]) => window.scrollBy(0, s * p * window.innerHeight * 0.8)", [sign, args.pages])
     y = await page.evaluate("() => Math.round(window.scrollY)")
+    if not args.element_id and y != before:  # an element scroll ran through execute_action: recorded there
+        run.recorded.append(RecordedStep(kind="scroll", pixels=int(y) - int(before)))
     if y == before and not args.element_id:  # said plainly: a model otherwise keeps scrolling
         return ToolOutcome(ok=True, text=f"{SCROLL_DID_NOT_MOVE} (scrollY {y}): the page is at its "
                                           f"{'top' if sign < 0 else 'end'}; everything is already in the outline")
@@ -284,6 +293,7 @@ async def _scroll(run: Run, args: ScrollArgs) -> ToolOutcome:
 
 async def _press(run: Run, args: PressKeysArgs) -> ToolOutcome:
     await run.driver.page.keyboard.press(args.keys)
+    run.recorded.append(RecordedStep(kind="press", keys=args.keys))
     return ToolOutcome(ok=True, text=f"pressed {args.keys}")
 
 
@@ -341,6 +351,7 @@ async def _switch_tab(run: Run, args: TabArgs) -> ToolOutcome:
         return ToolOutcome(ok=False, text=f"there is no tab {args.index}; {len(pages)} tab(s) are open")
     run.check_url_allowed(pages[args.index].url)
     await driver.switch_to_page(args.index)
+    run.unreplayable = "it switched tabs (tab steps are not recorded)"
     return ToolOutcome(ok=True, text=f"now on tab {args.index}: {run.driver.page.url}")
 
 
@@ -350,6 +361,7 @@ async def _close_tab(run: Run, args: CloseTabArgs) -> ToolOutcome:
     if args.index is not None and args.index >= len(pages):
         return ToolOutcome(ok=False, text=f"there is no tab {args.index}; {len(pages)} tab(s) are open")
     await driver.close_page(args.index)
+    run.unreplayable = "it closed a tab (tab steps are not recorded)"
     return ToolOutcome(ok=True, text=f"closed; now on {run.driver.page.url} ({len(driver.pages)} tab(s) open)")
 
 

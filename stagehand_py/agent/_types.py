@@ -3,11 +3,14 @@ the :class:`Driver` protocol: what the agent needs from the browser."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm import Usage
+from ._recording import ReplayReport, RunRecording
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -146,11 +149,42 @@ class AgentResult(BaseModel):
     #: The conversation of the last model request, as text (images noted, not included).
     messages: list[dict[str, Any]] = Field(default_factory=list)
     evidence: Evidence = Field(default_factory=Evidence)
+    #: The run as replayable steps (placeholders, never values); None for a run that cannot be
+    #: replayed (computer-use mode, tab switches, a user tool that drives the browser).
+    recording: RunRecording | None = None
+    #: When a stored run was replayed: per step replayed / healed / drifted / fresh, and
+    #: whether the live agent took over (``fell_back``, with the reason). None for a live run.
+    replay: ReplayReport | None = None
 
     @property
     def actions(self) -> list[AgentStep]:
         """The steps that called a tool other than think/done/fail."""
         return [s for s in self.steps if s.tool not in ("think", "done", "fail")]
+
+    def to_script(self, path: str | os.PathLike[str]) -> Path:
+        """Write this run as a Python script on the public API (``act(Action(...), variables=...)``
+        per step, ``extract`` with the schema as a pydantic model); returns its path."""
+        from ._export import write_script
+
+        return write_script(self._replayable(), path, test=False)
+
+    def to_pytest(self, path: str | os.PathLike[str]) -> Path:
+        """Write this run as a pytest test using the plugin's ``stagehand`` fixture: it passes
+        with no model while nothing drifted, and heals a drifted step (recorded to the plugin's
+        cassette) when a model may be used. Returns its path."""
+        from ._export import write_script
+
+        return write_script(self._replayable(), path, test=True)
+
+    def _replayable(self) -> RunRecording:
+        if self.recording is None:
+            from .._errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                "this run has no recording to export: computer-use runs, runs that switched tabs and runs whose "
+                "own tools drove the browser are not recorded. Export a DOM-mode run."
+            )
+        return self.recording
 
 
 class AgentEvent(BaseModel):

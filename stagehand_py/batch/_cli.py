@@ -27,6 +27,8 @@ from ._evidence import EvidenceStore
 from ._factory import DEFAULT_RUNNER, RunnerFactory
 from ._memory import RunMemory
 from ._planner import plan_task, save_plan
+from ._replay_cli import add_replay_parser
+from ._replay_cli import main as replay_main
 from ._report import write_reports
 from ._runner import CANCELLED, STATUSES, BatchResult, new_run_dir, recorded_results, run_batch
 from ._spec import DEFAULT_MAX_CELL_CHARS, Sample, TaskSpec, load_spec, sample_from_url, samples_from_file
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_arguments(run)
     # Parsed by stagehand_py.mcp (see main): listed here so that --help shows it.
     commands.add_parser("mcp", help="serve the browser to an MCP client (stagehand-py mcp --help)", add_help=False)
+    add_replay_parser(commands)
     return parser
 
 
@@ -284,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..mcp._cli import main as mcp_main
 
         return mcp_main(argv[1:])
+    if argv[:1] == ["replay"]:
+        return replay_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)

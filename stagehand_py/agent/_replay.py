@@ -1,0 +1,193 @@
+"""Replaying a :class:`~._recording.RunRecording` through the public verbs, with no model while
+nothing drifted.
+
+Each act runs as ``driver.act(Action, variables=...)`` after the element identity it was recorded
+with is handed to the driver: the Stagehand checks the page still shows that element at the
+selector, and when it does not, heals the step (one model call, that step only) or, without a
+model, refuses with a typed error, so nothing is ever done to another element. Navigations,
+key presses and page scrolls run as recorded. An extract is not asked again while every value it
+returned is still on the page (read from the outline, no model call); otherwise it runs fresh
+(``heal=True``) or is reported drifted.
+
+The first step that cannot run ends the replay (``complete=False``, with the reason); the
+caller decides what comes next (the agent continues live; ``--check`` reports the drift).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._actions import substitute
+from .._cache import ElementIdentity
+from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
+from .._operations._identity import identity_in
+from .._types import Variables
+from ..llm import Usage
+from ._recording import RecordedStep, ReplayReport, RunRecording, StepReplay, StepStatus
+from ._types import Driver
+
+__all__ = ["ReplayOutcome", "leaves", "replay_steps", "values_on_page"]
+
+logger = logging.getLogger("stagehand_py.agent")
+
+
+@dataclass
+class ReplayOutcome:
+    """What a replay did: per step status, the steps as they ran (healed selectors in place),
+    the model usage of heals and fresh extracts, and where it stopped."""
+
+    report: ReplayReport
+    steps: list[RecordedStep] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    complete: bool = True
+    #: True when a fresh extract returned other data than recorded: the recorded output is stale.
+    output_stale: bool = False
+    extractions: list[Any] = field(default_factory=list)
+
+
+def leaves(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [leaf for v in value.values() for leaf in leaves(v)]
+    if isinstance(value, list | tuple):
+        return [leaf for v in value for leaf in leaves(v)]
+    if isinstance(value, bool) or value is None:
+        return []
+    return [str(value)]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def values_on_page(value: Any, page_text: str) -> bool:
+    """True when every value in ``value`` (strings and numbers, placeholders aside) is in ``page_text``."""
+    text = _norm(page_text)
+    return all(_norm(leaf) in text for leaf in leaves(value) if leaf.strip() and "%" not in leaf)
+
+
+def _spent(driver: Driver) -> Usage:
+    """The driver's model usage so far (a Stagehand keeps it in ``metrics``; another driver: none)."""
+    metrics = getattr(driver, "metrics", None)
+    total = getattr(metrics, "total", None)
+    return total if isinstance(total, Usage) else Usage()
+
+
+async def _page_text(driver: Driver) -> str:
+    # extract() with nothing asked returns the page outline with no model call.
+    read = await driver.extract()
+    return str(read.get("page_text", "")) if isinstance(read, dict) else ""
+
+
+async def _now_at(driver: Driver, selector: str, variables: Variables) -> str:
+    """What the page shows at ``selector`` now, for a drift report."""
+    try:
+        identity = identity_in(await driver.snapshot(), selector, variables)
+    except StagehandError as exc:
+        return f"unknown ({type(exc).__name__})"
+    return f"{identity.role} {identity.name!r}" if identity is not None else "no element"
+
+
+async def replay_steps(
+    driver: Driver,
+    recording: RunRecording,
+    *,
+    variables: Variables,
+    heal: bool,
+    check_url: Callable[[str], None] | None = None,
+) -> ReplayOutcome:
+    """Run ``recording``'s steps on ``driver`` (see the module docstring)."""
+    outcome = ReplayOutcome(report=ReplayReport())
+    statuses: list[StepReplay] = []
+    reason = ""
+    for index, step in enumerate(recording.steps):
+        summary = step.summary()
+        try:
+            status, ran, detail = await _replay_one(driver, step, variables, heal, check_url, outcome)
+        except InvalidArgumentError:
+            raise  # the caller's input (a variable missing, a URL outside the allowed domains): not drift
+        except StagehandError as exc:
+            detail = str(exc)
+            if step.kind == "act" and step.action is not None:
+                now = await _now_at(driver, step.action.selector, variables)
+                detail = f"was {step.role} {step.name!r}, now {now}: {type(exc).__name__}"
+            statuses.append(StepReplay(index=index, kind=step.kind, status="drifted", summary=summary, detail=detail))
+            reason = f"step {index + 1} ({summary}) could not be replayed: {detail}"
+            outcome.complete = False
+            break
+        statuses.append(StepReplay(index=index, kind=step.kind, status=status, summary=summary, detail=detail))
+        outcome.steps.append(ran)
+        if status == "drifted":  # an extract whose data changed, replayed without a model
+            outcome.output_stale = True
+    done = len(statuses)
+    statuses += [StepReplay(index=n, kind=s.kind, status="skipped", summary=s.summary())
+                 for n, s in enumerate(recording.steps) if n >= done]
+    outcome.report = ReplayReport(steps=statuses, reason=reason, model_calls=outcome.usage.requests)
+    return outcome
+
+
+async def _replay_one(driver: Driver, step: RecordedStep, variables: Variables, heal: bool,
+                      check_url: Callable[[str], None] | None, outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
+    page = driver.page
+    if step.kind == "goto":
+        url = substitute([step.url], variables)[0] if "%" in step.url else step.url
+        if check_url is not None:
+            check_url(url)
+        await page.goto(url, wait_until="load")
+        return "replayed", step, ""
+    if step.kind == "back":
+        await page.go_back(wait_until="load")
+        return "replayed", step, ""
+    if step.kind == "press":
+        await page.keyboard.press(step.keys)
+        return "replayed", step, ""
+    if step.kind == "scroll":
+        await page.evaluate("(dy) => window.scrollBy(0, dy)", step.pixels)
+        return "replayed", step, ""
+    if step.kind == "act":
+        return await _replay_act(driver, step, variables, outcome)
+    return await _replay_extract(driver, step, heal, outcome)
+
+
+async def _replay_act(driver: Driver, step: RecordedStep, variables: Variables,
+                      outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
+    action = step.action
+    assert action is not None  # an act step always carries its action (RecordedStep of kind "act")
+    identities = getattr(driver, "_identities", None)
+    if step.role is not None and step.name is not None and isinstance(identities, dict):
+        # The Stagehand checks, before acting, that the selector still names this element.
+        identities[action.selector] = ElementIdentity(step.role, step.name)
+    result = await driver.act(action, variables=variables or None)
+    outcome.usage = outcome.usage + result.usage
+    if not result.success:
+        raise ActionFailedError(result.message, selector=action.selector, method=action.method)
+    if not result.healed:
+        return "replayed", step, ""
+    ran = result.actions[-1] if result.actions else action
+    now = identities.get(ran.selector) if isinstance(identities, dict) else None
+    healed = step.model_copy(update={"action": ran.model_copy(update={"description": action.description}),
+                                     "role": now.role if now is not None else None,
+                                     "name": now.name if now is not None else None})
+    shown = f"{now.role} {now.name!r}" if now is not None else "an element of unknown identity"
+    return "healed", healed, f"was {step.role} {step.name!r} at {action.selector}; now {shown} at {ran.selector}"
+
+
+async def _replay_extract(driver: Driver, step: RecordedStep, heal: bool,
+                          outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
+    if values_on_page(step.data, await _page_text(driver)):
+        outcome.extractions.append(step.data)
+        return "replayed", step, ""
+    if not heal:
+        return "drifted", step, "the page no longer shows the data it returned when recorded"
+    before = _spent(driver)
+    value = await driver.extract(step.instruction, step.schema_)
+    data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+    outcome.usage = outcome.usage + (_spent(driver) - before)
+    outcome.extractions.append(data)
+    if json.dumps(data, sort_keys=True, default=str) != json.dumps(step.data, sort_keys=True, default=str):
+        outcome.output_stale = True
+    return "fresh", step.model_copy(update={"data": data}), "extracted again: the recorded data is no longer on the page"

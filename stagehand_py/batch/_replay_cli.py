@@ -1,0 +1,144 @@
+"""``stagehand-py replay <stored run | exported file> [--check]``: replay a recorded agent run.
+
+With ``--check`` no model is used at all (model requests are blocked, nothing heals): each step
+prints ``replayed`` or ``drifted`` (the element it was recorded on, and what the page shows at
+that path now), and the exit code is 1 when anything drifted: the scheduled "did the site
+change?" job. Without it, a drifted step heals with the configured model.
+
+The input is a stored run (``<cache_dir>/agent-runs/run-*.json``) or a file written by
+``AgentResult.to_script`` / ``to_pytest``, read back from its calls (never executed).
+Variable values come from ``STAGEHAND_VAR_<NAME>`` environment variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._cache import ElementIdentity
+from .._errors import CacheError, InvalidArgumentError, StagehandError
+from .._stagehand import Stagehand
+from .._types import Action, Variables
+from ..agent._export import VARIABLE_PREFIX
+from ..agent._recording import RecordedStep, RunRecording, load_recording
+from ..agent._replay import replay_steps
+from ..testing import block_model_requests
+
+__all__ = ["add_replay_parser", "main"]
+
+
+def add_replay_parser(commands: Any) -> None:
+    """The ``replay`` subcommand, listed in the main parser's help."""
+    replay = commands.add_parser("replay", help="replay a stored agent run or an exported test; --check reports drift")
+    _arguments(replay)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", help="a stored run (agent-runs/run-*.json) or a file from to_script()/to_pytest()")
+    parser.add_argument("--check", action="store_true", help="no model: report replayed/drifted per step; exit 1 on drift")
+    parser.add_argument("--headed", action="store_true", help="show the browser")
+
+
+def _literal(node: ast.AST | None) -> Any:
+    return ast.literal_eval(node) if node is not None else None
+
+
+def _keywords(call: ast.Call) -> dict[str, ast.AST]:
+    return {k.arg: k.value for k in call.keywords if k.arg is not None}
+
+
+def _calls_in_order(tree: ast.AST) -> list[ast.Call | ast.For]:
+    nodes: list[ast.Call | ast.For] = [n for n in ast.walk(tree) if isinstance(n, ast.Call | ast.For)]
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
+
+
+def recording_from_file(path: Path) -> RunRecording:
+    """The steps of an exported file, read from its calls (the file is parsed, never run)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError) as exc:
+        raise CacheError(f"cannot read {path} as an exported agent run: {exc}") from exc
+    steps: list[RecordedStep] = []
+    start_url = ""
+    names: set[str] = set()
+    for node in _calls_in_order(tree):
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.List):  # an exported test's extract check
+            steps.append(RecordedStep(kind="extract", instruction="values shown", data=_literal(node.iter)))
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id == "_variable" and node.args:
+            names.add(str(_literal(node.args[0])))
+            continue
+        if not isinstance(node.func, ast.Attribute):
+            continue
+        attr, args, kw = node.func.attr, node.args, _keywords(node)
+        if attr == "goto" and args:
+            url = str(_literal(args[0]))
+            if start_url:
+                steps.append(RecordedStep(kind="goto", url=url))
+            else:
+                start_url = url
+        elif attr == "act" and args and isinstance(args[0], ast.Call):
+            action = Action(**{k: _literal(v) for k, v in _keywords(args[0]).items()})
+            element = kw.get("element")
+            identity = ElementIdentity(**{k: _literal(v) for k, v in _keywords(element).items()}) \
+                if isinstance(element, ast.Call) else None
+            steps.append(RecordedStep(kind="act", action=action, role=identity.role if identity else None,
+                                      name=identity.name if identity else None))
+        elif attr == "press" and args:
+            steps.append(RecordedStep(kind="press", keys=str(_literal(args[0]))))
+        elif attr == "wheel" and len(args) == 2:
+            steps.append(RecordedStep(kind="scroll", pixels=int(_literal(args[1]))))
+        elif attr == "go_back":
+            steps.append(RecordedStep(kind="back"))
+    if not start_url:
+        raise CacheError(f"{path} has no page.goto(...) to start from: it is not a file exported from an agent run.")
+    return RunRecording(task=path.stem, start_url=start_url, variables=sorted(names), steps=steps)
+
+
+def _variables(names: list[str]) -> Variables:
+    missing = [n for n in names if VARIABLE_PREFIX + n.upper() not in os.environ]
+    if missing:
+        raise InvalidArgumentError(
+            "the run uses %" + "%, %".join(missing) + "%: set " + ", ".join(VARIABLE_PREFIX + n.upper() for n in missing)
+            + " to their values.")
+    return {n: os.environ[VARIABLE_PREFIX + n.upper()] for n in names}
+
+
+async def _replay(recording: RunRecording, *, check: bool, headless: bool) -> int:
+    variables = _variables(recording.variables)
+    async with await Stagehand.launch(headless=headless, self_heal=not check) as sh:
+        await sh.page.goto(recording.start_url, wait_until="load")
+        if check:
+            with block_model_requests():
+                outcome = await replay_steps(sh, recording, variables=variables, heal=False)
+        else:
+            outcome = await replay_steps(sh, recording, variables=variables, heal=True)
+    drifted = 0
+    for step in outcome.report.steps:
+        drifted += step.status == "drifted"
+        detail = f"  ({step.detail})" if step.detail else ""
+        print(f"step {step.index + 1:>3}  {step.status:<8}  {step.summary}{detail}")
+    healed = len(outcome.report.healed)
+    print(f"{len(outcome.report.steps)} step(s): {len(outcome.report.replayed)} replayed, {healed} healed, "
+          f"{drifted} drifted; model calls: {outcome.report.model_calls}")
+    return 1 if drifted else 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="stagehand-py replay", description=__doc__.split("\n\n")[0])
+    _arguments(parser)
+    args = parser.parse_args(argv)
+    source = Path(args.source)
+    try:
+        recording = load_recording(source) if source.suffix == ".json" else recording_from_file(source)
+        return asyncio.run(_replay(recording, check=args.check, headless=not args.headed))
+    except StagehandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

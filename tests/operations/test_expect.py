@@ -1,0 +1,115 @@
+"""expect(): a claim about the page in words, a verdict with the outline line it read as evidence."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _server import Response
+from test_sync_api import in_thread
+
+from stagehand_py import Expectation, ExpectationError, InvalidArgumentError, OutputValidationError, sync_api
+from stagehand_py.llm import LLMClient
+from stagehand_py.testing import FunctionLLM
+
+CART = "<title>Cart</title><h1>Your cart</h1><p>Cart: 2 items</p><p>Total: $18.00</p><button>Checkout</button>"
+
+
+def _outline(request) -> str:
+    return "\n".join(p.text for m in request.messages for p in m.content if hasattr(p, "text"))
+
+
+def _line(request, text: str) -> str:
+    return next(line.strip() for line in _outline(request).splitlines() if text in line)
+
+
+async def _cart(make_stagehand, server, model, **options):
+    route = server.route("/expect/cart", lambda r: Response.html(CART))
+    sh = await make_stagehand(model=model, **options)
+    await sh.page.goto(server.url("expect/cart"))
+    return sh, route
+
+
+async def test_a_true_claim_returns_its_evidence_line(make_stagehand, server):
+    asked = []
+
+    def model(request):
+        asked.append(request.purpose)
+        assert "Claim: the cart shows 2 items" in _outline(request)
+        assert request.output_schema["properties"]["verdict"]["enum"] == ["yes", "no"]
+        return {"verdict": "yes", "evidence": _line(request, "Cart: 2 items")}
+
+    sh, route = await _cart(make_stagehand, server, FunctionLLM(model))
+    try:
+        verdict = await sh.expect("the cart shows 2 items")
+    finally:
+        route.remove()
+    assert isinstance(verdict, Expectation) and verdict and verdict.verdict == "yes"
+    assert "Cart: 2 items" in verdict.evidence and asked == ["expect"] and verdict.usage.requests == 1
+
+
+async def test_a_false_claim_raises_with_the_evidence_inside_pytest(make_stagehand, server):
+    def model(request):
+        return {"verdict": "no", "evidence": _line(request, "Cart: 2 items")}
+
+    sh, route = await _cart(make_stagehand, server, FunctionLLM(model))
+    try:
+        with pytest.raises(ExpectationError, match="Cart: 2 items") as raised:
+            await sh.expect("the cart shows 3 items")
+        assert isinstance(raised.value, AssertionError) and raised.value.expectation.verdict == "no"
+        # Outside a test's assertion style: the verdict is returned, falsy.
+        verdict = await sh.expect("the cart shows 3 items", raise_on_failure=False)
+        assert not verdict and "Cart: 2 items" in verdict.evidence
+        with pytest.raises(InvalidArgumentError):
+            await sh.expect("  ")
+    finally:
+        route.remove()
+
+
+async def test_an_invented_evidence_line_is_asked_again_then_refused(make_stagehand, server):
+    answers = iter([{"verdict": "yes", "evidence": "Cart: 3 items"}, {"verdict": "yes", "evidence": "Cart: 3 items"},
+                    {"verdict": "yes", "evidence": "Cart: 3 items"}, {"verdict": "yes", "evidence": "Cart: 3 items"}])
+    seen = []
+
+    def model(request):
+        seen.append(request)
+        return next(answers)
+
+    sh, route = await _cart(make_stagehand, server, LLMClient(FunctionLLM(model), max_reasks=1))
+    try:
+        with pytest.raises(OutputValidationError, match="not a line of the page"):
+            await sh.expect("the cart shows 3 items")
+    finally:
+        route.remove()
+    assert len(seen) == 2  # the first answer and one re-ask, both refused: an invented line never passes
+
+
+async def test_choice_mode_offers_the_page_lines_as_the_evidence_choices(make_stagehand, server):
+    def model(request):
+        choices = request.output_schema["properties"]["evidence"]["enum"]
+        assert any("Cart: 2 items" in c for c in choices) and any("Checkout" in c for c in choices)
+        return {"verdict": "yes", "evidence": next(c for c in choices if "Cart: 2 items" in c)}
+
+    sh, route = await _cart(make_stagehand, server, LLMClient(FunctionLLM(model), choice_mode=True))
+    try:
+        verdict = await sh.expect("the cart shows 2 items")
+    finally:
+        route.remove()
+    assert verdict.passed and "Cart: 2 items" in verdict.evidence
+    assert json.loads(verdict.model_dump_json())["verdict"] == "yes"
+
+
+def test_the_sync_mirror_returns_the_same_verdict(server):
+    route = server.route("/expect/cart-sync", lambda r: Response.html(CART))
+
+    def run() -> Expectation:
+        model = FunctionLLM(lambda request: {"verdict": "yes", "evidence": _line(request, "Total: $18.00")})
+        with sync_api.Stagehand.launch(model=model) as stagehand:
+            stagehand.page.goto(server.url("expect/cart-sync"))
+            return stagehand.expect("the total is 18 dollars")
+
+    try:
+        verdict = in_thread(run)
+    finally:
+        route.remove()
+    assert verdict.passed and "Total: $18.00" in verdict.evidence
