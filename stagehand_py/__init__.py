@@ -42,6 +42,7 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
+from ._secrets import Secret
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
 from ._types import Action, ActionMethod, ActResult, SavedDownload, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
@@ -68,6 +69,7 @@ __all__ = [
     "ActionMethod",
     "ActResult",
     "Variables",
+    "Secret",
     "VariableSpec",
     "placeholders_in",
     "Agent",

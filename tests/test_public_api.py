@@ -36,6 +36,7 @@ TOP_LEVEL = {
     "ActResult",
     "Variables",
     "VariableSpec",
+    "Secret",
     "placeholders_in",
     "Agent",
     "AgentResult",
