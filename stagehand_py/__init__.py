@@ -45,6 +45,7 @@ from ._errors import (
     UsageLimitExceededError,
 )
 from ._operations.expect import Expectation
+from ._secrets import Secret
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
 from ._types import Action, ActionMethod, ActResult, SavedDownload, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
@@ -72,6 +73,7 @@ __all__ = [
     "ActResult",
     "ElementIdentity",
     "Variables",
+    "Secret",
     "VariableSpec",
     "placeholders_in",
     "Agent",

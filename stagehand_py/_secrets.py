@@ -11,16 +11,21 @@ import functools
 import html
 import json
 import re
+import time
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import pyotp
 
 from ._errors import InvalidArgumentError
 
 if TYPE_CHECKING:  # _types reaches the LLM layer, whose tracing imports this module
     from ._types import VariableValue
 
-__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "redact_secrets", "redact_text", "variable_value"]
+__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "Secret", "redact_secrets", "redact_text", "secret_forms",
+           "variable_value"]
 
 
 #: Variable values shorter than this are redacted from page text only as whole tokens (and
@@ -38,8 +43,65 @@ _MARK = re.compile(f"{_MARK_OPEN}(.){_MARK_CLOSE}")
 SECRET_PLACEHOLDER = "%secret%"
 
 
+@dataclass(frozen=True, repr=False)
+class Secret:
+    """A variable value with rules about where it may go: ``variables={"pw": Secret("...",
+    origins=["https://login.example.com"])}``.
+
+    - ``origins``: the only origins (``scheme://host[:port]``) of the frame whose field may
+      receive it; an act that would type it anywhere else is refused with
+      :class:`ActionFailedError`, whatever the model chose. Empty: anywhere (as a plain value).
+    - ``totp=True``: ``value`` is a base32 TOTP seed (RFC 6238, 30 s, 6 digits, as
+      authenticator apps use); what gets typed is the code current at the moment of typing.
+      The seed and the codes around now are redacted wherever a value would be.
+    - ``description``: what the model is told about the variable (never the value).
+
+    Its ``repr`` and ``str`` never show the value.
+    """
+
+    value: str
+    origins: Sequence[str] = field(default=(), kw_only=True)
+    totp: bool = field(default=False, kw_only=True)
+    description: str = field(default="", kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, str) or not self.value:
+            raise InvalidArgumentError("Secret(value) must be a non-empty string.")
+        if isinstance(self.origins, str):
+            object.__setattr__(self, "origins", (self.origins,))
+        object.__setattr__(self, "origins", tuple(self.origins))
+        if self.totp:
+            try:
+                pyotp.TOTP(self.value).now()
+            except Exception:  # binascii.Error, TypeError: a seed that is not base32
+                raise InvalidArgumentError(
+                    "Secret(totp=True) needs the base32 seed an authenticator app is given (e.g. 'JBSWY3DPEHPK3PXP')."
+                ) from None
+
+    def __repr__(self) -> str:
+        return f"Secret(origins={list(self.origins)!r}, totp={self.totp})"
+
+    __str__ = __repr__
+
+    def typed_value(self) -> str:
+        """What is typed now: the value, or for a TOTP seed the current code."""
+        return pyotp.TOTP(self.value).now() if self.totp else self.value
+
+
+def secret_forms(spec: object) -> list[str]:
+    """Every string of a variable that must be redacted: its value, and for a TOTP seed the
+    seed and the codes of the previous, current and next 30-second steps."""
+    if isinstance(spec, Secret) and spec.totp:
+        totp, now = pyotp.TOTP(spec.value), time.time()
+        return [spec.value, *(totp.at(now + step * 30) for step in (-1, 0, 1))]
+    return [variable_value("", spec)]
+
+
 def variable_value(name: str, spec: object) -> str:
-    """The string a variable stands for; raises (naming only ``name``) for unusable values."""
+    """The string a variable stands for (a TOTP :class:`Secret`: the current code); raises
+    (naming only ``name``) for unusable values."""
+    if isinstance(spec, Secret):
+        return spec.typed_value()
     if isinstance(spec, Mapping):
         if "value" not in spec:
             raise InvalidArgumentError(
@@ -49,7 +111,7 @@ def variable_value(name: str, spec: object) -> str:
         spec = spec["value"]
     if isinstance(spec, bool) or not isinstance(spec, (str, int, float)):
         raise InvalidArgumentError(
-            f"variable {name!r} must be a str, int or float (or {{'value': ..., 'description': ...}}); "
+            f"variable {name!r} must be a str, int, float or Secret (or {{'value': ..., 'description': ...}}); "
             f"got a {type(spec).__name__}."
         )
     return str(spec)
@@ -79,9 +141,10 @@ def redact_text(text: str, variables: Mapping[str, VariableValue]) -> str:
         return text
     names: dict[str, str] = {}
     for name, spec in variables.items():
-        value = variable_value(name, spec)
-        if value:
-            names.setdefault(value, name)
+        variable_value(name, spec)  # an unusable value raises, naming the variable
+        for value in secret_forms(spec):
+            if value:
+                names.setdefault(value, name)
     return _redact(text, names)
 
 

@@ -6,6 +6,7 @@ from typing import Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._secrets import Secret
 from .llm._usage import Usage
 
 __all__ = [
@@ -131,6 +132,7 @@ class VariableSpec(TypedDict, total=False):
     description: str
 
 
-VariableValue: TypeAlias = "str | int | float | VariableSpec"
-#: ``{"username": "ada", "password": {"value": "...", "description": "account password"}}``
-Variables: TypeAlias = "dict[str, str | int | float | VariableSpec]"
+VariableValue: TypeAlias = "str | int | float | VariableSpec | Secret"
+#: ``{"username": "ada", "password": {"value": "...", "description": "account password"}}``; a
+#: :class:`~stagehand_py.Secret` binds a value to origins, or makes it a TOTP seed.
+Variables: TypeAlias = "dict[str, str | int | float | VariableSpec | Secret]"

@@ -37,6 +37,7 @@ TOP_LEVEL = {
     "ElementIdentity",
     "Variables",
     "VariableSpec",
+    "Secret",
     "placeholders_in",
     "Agent",
     "AgentResult",

@@ -29,7 +29,7 @@ from ..tracing._spans import traced_action
 from ._methods import MethodCall, check_arity
 from ._resolve import DEFAULT_TIMEOUT, resolve_element
 from ._translate import redact, safe_cause, translate_error
-from ._variables import placeholders_in, secret_values, substitute
+from ._variables import check_secret_origins, placeholders_in, secret_values, substitute
 
 __all__ = ["execute_action"]
 
@@ -108,6 +108,8 @@ async def execute_action(
     except ActionError as exc:
         exc.method = exc.method or spec.name  # the resolver does not know what it resolved for
         raise
+    if used:  # a Secret bound to origins goes only into a field of a frame of one of them
+        check_secret_origins(used, variables, (await element.owner_frame() or page.main_frame).url)
 
     async def resolve_other(target: str) -> ElementHandle:
         # A drag target may come from a variable: keep its value out of the not-found message.

@@ -18,12 +18,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .._errors import InvalidArgumentError, UnknownVariableError
+from .._errors import ActionFailedError, InvalidArgumentError, UnknownVariableError
+from .._secrets import Secret, secret_forms
 from .._secrets import variable_value as _value_of
 from .._types import VariableValue
+from .._util import url_parts
 
 __all__ = [
     "PLACEHOLDER",
+    "check_secret_origins",
     "check_variables",
     "placeholder_descriptions",
     "placeholders_in",
@@ -118,7 +121,7 @@ def placeholder_descriptions(variables: Mapping[str, VariableValue] | None) -> d
     _check_names(variables)
     described: dict[str, str] = {}
     for name, spec in variables.items():
-        description = spec.get("description", "") if isinstance(spec, Mapping) else ""
+        description = spec.get("description", "") if isinstance(spec, Mapping) else getattr(spec, "description", "")
         described[name] = str(description or "")
     return described
 
@@ -129,5 +132,30 @@ def secret_values(variables: Mapping[str, VariableValue] | None) -> list[str]:
     Longest first so that redacting ``"abc"`` does not leave the tail of ``"abcdef"``.
     """
     variables = variables or {}
-    values = {_value_of(name, spec) for name, spec in variables.items()}
+    values = {form for spec in variables.values() for form in secret_forms(spec)}
     return sorted((v for v in values if v), key=lambda v: (-len(v), v))
+
+
+def check_secret_origins(used: Sequence[str], variables: Mapping[str, VariableValue] | None, frame_url: str) -> None:
+    """Raise :class:`ActionFailedError`, before anything is typed, when a placeholder in ``used``
+    names a :class:`Secret` bound to origins and ``frame_url`` (the frame of the element about to
+    receive it) is not one of them. The model's choice of element does not matter: the check is
+    on where the element really is."""
+    for name in used:
+        spec = (variables or {}).get(name)
+        if not isinstance(spec, Secret) or not spec.origins:
+            continue
+        here = _origin(frame_url)
+        if here is None or here not in {_origin(o) for o in spec.origins}:
+            raise ActionFailedError(
+                f"%{name}% may only be typed into a page of {', '.join(spec.origins)}; the field is on "
+                f"{here or 'a page with no origin'}, so nothing was typed. Navigate to the right page first."
+            )
+
+
+def _origin(url: str) -> str | None:
+    parts = url_parts(url)
+    if parts is None or parts.scheme not in ("http", "https"):
+        return None
+    port = parts.port or {"http": "80", "https": "443"}[parts.scheme]
+    return f"{parts.scheme}://{parts.host}:{port}"

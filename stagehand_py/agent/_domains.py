@@ -6,13 +6,28 @@ context), plus a ``context.route_web_socket`` handler for WebSockets. A blocked 
 aborted as ``blockedbyclient``, recorded, and a popup that was opened to a blocked address is
 closed.
 
-Redirects: the browser follows a redirect without asking routes again, so an allowed URL that
-answers ``302 Location: <another host>`` would carry the request there. The guard therefore
-fetches allowed requests itself without following redirects (``route.fetch(max_redirects=0)``):
-a redirect to an allowed address is handed to the browser, which asks again for the next hop
-(and the guard sees it); a redirect elsewhere is blocked. Responses are buffered on the way
-(a streamed response arrives whole). A ``page.route`` the caller installed still runs first; a
-``context.route`` installed before the guard no longer sees allowed requests.
+Redirects: Playwright hands only a request's first hop to routes; later hops of a chain (also
+after a ``route.fulfill`` with a 3xx) are continued without asking them. The route fetches each
+allowed request itself without following redirects (``route.fetch(max_redirects=0)``) and
+blocks a first ``Location`` elsewhere (resolved by the WHATWG URL rules, where
+``/\\evil.example/`` is ``//evil.example/``); the guard also intercepts at the browser level
+(DevTools ``Fetch`` on the browser's own session), where Chromium pauses every request it sends,
+each later hop of a chain included, with its URL resolved by Chromium itself: one to another host
+from a frame of the guarded context fails before it is sent, for navigations, frames,
+subresources and ``fetch`` alike, and is recorded. Requests with no frame (a service worker's)
+are held to the allowlist too, whichever context they belong to, while a guard is installed.
+Where no browser session can be had (a persistent context) later hops are unchecked, and a
+warning says so. Responses pass through the route buffered (a streamed response arrives whole);
+a ``page.route`` the caller installed still runs first; a ``context.route`` installed before the
+guard no longer sees allowed requests.
+
+Speculative loads: ``<script type="speculationrules">`` prefetches and prerenders, and
+``<link rel=prerender>``, are made by the browser outside every route. Prerendering is switched
+off for each page of the guarded context (``Page.setPrerenderingAllowed``), so no page of another
+host runs; each prefetch or prerender the page asks for is recorded (``Preload`` events,
+``kind="speculation"``). The prefetch request itself (a prerender starts with one) still leaves:
+Chromium sends it from the browser process, where neither routes nor DevTools interception can
+stop it, and no per-context switch exists (a known gap, docs/security.md).
 
 Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
 ``"127.0.0.1:8080"`` (host and port), ``"https://*.example.com"`` (scheme too). ``data:``,
@@ -21,13 +36,14 @@ Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 from .._errors import InvalidArgumentError
+from .._util import normal_host, resolve_url, url_parts
 from ._types import BlockedRequest
 
 __all__ = ["DomainGuard", "url_allowed"]
@@ -35,6 +51,8 @@ __all__ = ["DomainGuard", "url_allowed"]
 logger = logging.getLogger("stagehand_py")
 
 _LOCAL_SCHEMES = ("data", "blob", "about", "chrome-error")
+#: Seconds to wait for a page's frame tree when telling whose request a frame made.
+_FRAME_TREE_TIMEOUT = 5.0
 
 
 def _parse_pattern(pattern: str) -> tuple[str | None, str, str | None]:
@@ -48,37 +66,19 @@ def _parse_pattern(pattern: str) -> tuple[str | None, str, str | None]:
         rest, port = rest.split(":")
     if not rest:
         raise InvalidArgumentError(f"allowed_domains pattern {pattern!r} names no host; use e.g. 'example.com' or '*.example.com'.")
-    return scheme, _normal_host(rest), port
-
-
-def _normal_host(host: str) -> str:
-    """A host as the network sees it: lower case, no trailing dot, each international label in
-    its ASCII (punycode) form, so 'Bücher.example.' and 'xn--bcher-kva.example' are one host."""
-    labels = host.strip().lower().rstrip(".").split(".")
-    out = []
-    for label in labels:
-        if label.isascii() or "*" in label:
-            out.append(label)
-            continue
-        try:
-            out.append(label.encode("idna").decode("ascii"))
-        except UnicodeError:
-            out.append(label)  # not a valid IDN label: compared as written (it matches nothing real)
-    return ".".join(out)
+    return scheme, normal_host(rest), port
 
 
 def url_allowed(url: str, patterns: Sequence[str]) -> bool:
-    """Whether ``url`` matches one of the glob ``patterns`` (see the module docstring)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
+    """Whether ``url``, read as a browser reads it, matches one of the glob ``patterns`` (see the
+    module docstring)."""
+    parts = url_parts(url)
+    if parts is None:
         return False
-    scheme = parts.scheme.lower()
+    scheme, host = parts.scheme, parts.host
     if scheme in _LOCAL_SCHEMES:
         return True
-    host = _normal_host(parts.hostname or "")
-    effective_port = str(port) if port is not None else {"http": "80", "https": "443"}.get(scheme, "")
+    effective_port = parts.port or {"http": "80", "https": "443", "ws": "80", "wss": "443"}.get(scheme, "")
     for pattern in patterns:
         p_scheme, p_host, p_port = _parse_pattern(pattern)
         if p_scheme is not None and not fnmatch.fnmatchcase(scheme, p_scheme):
@@ -105,15 +105,29 @@ class DomainGuard:
         self._installed = False
         self._popups: list[Any] = []
         self._popup_blocked = False
+        self._hops: Any = None  # the browser-level DevTools session that checks each redirect hop
+        self._page_sessions: dict[Any, Any] = {}  # page -> its DevTools session (speculative loads)
+        self._pending: set[asyncio.Task[None]] = set()
+        self._context_id: str | None = None  # this context's DevTools id, to tell its requests from others'
+        self._main_frame_id = ""
+        self._frames: set[str] = set()
+        self._tabs: set[str] = set()
 
     def allows(self, url: str) -> bool:
         return url_allowed(url, self.patterns)
 
     async def install(self) -> None:
+        self._installed = True
+        for page in self._context.pages:
+            await self._watch_speculation(page)
+        main = self._page_sessions.get(self._main_page)
+        if main is not None:
+            info = (await main.send("Target.getTargetInfo"))["targetInfo"]
+            self._context_id, self._main_frame_id = info.get("browserContextId"), str(info.get("targetId", ""))
+        await self._watch_redirect_hops()
         await self._context.route("**/*", self._handle)
         await self._context.route_web_socket(lambda url: True, self._handle_web_socket)
         self._context.on("page", self._on_page)
-        self._installed = True
 
     async def uninstall(self) -> None:
         if not self._installed:
@@ -121,6 +135,7 @@ class DomainGuard:
         self._installed = False
         self._context.remove_listener("page", self._on_page)
         await self.sweep()
+        await self._stop_watching()
         try:
             await self._context.unroute("**/*", self._handle)
             # Playwright has no unroute for WebSockets: the handler lets everything through
@@ -135,7 +150,8 @@ class DomainGuard:
         return new
 
     def record(self, url: str, kind: Any, resource_type: str = "") -> BlockedRequest:
-        item = BlockedRequest(url=url, kind=kind, resource_type=resource_type)
+        parts = url_parts(url)
+        item = BlockedRequest(url=parts.href if parts is not None else url, kind=kind, resource_type=resource_type)
         self.blocked.append(item)
         self._unread += 1
         logger.info("allowed_domains: blocked %s %s", kind, self._redact(url))
@@ -150,13 +166,130 @@ class DomainGuard:
 
     async def _handle(self, route: Any, request: Any) -> None:
         url = request.url
-        if self.allows(url):
+        if not self.allows(url):
+            await self._block(route, request, url)
+        else:
+            # Fetched here, not handed on: a worker whose script came through a fulfilled
+            # response cannot open a WebSocket past the guard (measured: with the request simply
+            # continued, a worker's WebSocket to another host connects).
             await self._pass_checking_redirects(route, request)
+
+    # --- redirect hops, checked where Chromium follows them ---------------------------------
+
+    async def _watch_redirect_hops(self) -> None:
+        browser = self._context.browser
+        try:
+            if browser is None:
+                raise RuntimeError("the context has no browser object (a persistent context)")
+            session = await browser.new_browser_cdp_session()
+            session.on("Fetch.requestPaused", lambda event: self._on_paused(session, event))
+            await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+        except Exception as exc:
+            logger.warning("allowed_domains: cannot check redirect hops at the browser level (%s); only the first "
+                           "hop of a redirect chain is checked", exc)
             return
-        await self._block(route, request, url)
+        self._hops = session
+
+    def _on_paused(self, session: Any, event: dict[str, Any]) -> None:
+        self._later(self._decide_hop(session, event))
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _decide_hop(self, session: Any, event: dict[str, Any]) -> None:
+        """Every request the browser sends, paused: one to another host from a frame of this
+        context fails. Routes saw its first hop already; this catches the hops Playwright hands
+        them no more (a redirect, or the fresh request a cross-origin ``fetch`` redirect becomes)."""
+        request_id = event["requestId"]
+        url = str(event.get("request", {}).get("url", ""))
+        try:
+            frame_id = str(event.get("frameId", ""))
+            if self._installed and not self.allows(url) and await self._is_ours(session, frame_id):
+                resource = str(event.get("resourceType", "")).lower()
+                kind = "navigation" if resource == "document" else "request"
+                if kind == "navigation" and frame_id in self._tabs and frame_id != self._main_frame_id:
+                    kind, self._popup_blocked = "popup", True
+                self.record(url, kind, resource)
+                await session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+            else:
+                await session.send("Fetch.continueRequest", {"requestId": request_id})
+        except Exception as exc:  # the request or the browser went away meanwhile
+            logger.debug("allowed_domains: deciding on %s failed: %s", self._redact(url), self._redact(str(exc)))
+
+    async def _is_ours(self, session: Any, frame_id: str) -> bool:
+        """Whether ``frame_id`` is a frame of this guard's context (the browser-level session sees
+        every context). Looked up only for requests to another host; a request with no frame (a
+        service worker's) counts as ours: blocking it is the safe side."""
+        if not frame_id or self._context_id is None or frame_id in self._frames:
+            return True
+        targets = (await session.send("Target.getTargets")).get("targetInfos", [])
+        ours = [t for t in targets if t.get("browserContextId") == self._context_id]
+        self._tabs = {str(t["targetId"]) for t in ours if t.get("type") == "page"}
+        frames = {str(t["targetId"]) for t in ours}  # pages and out-of-process frames: their ids are frame ids
+        if frame_id not in frames:
+            for page_session in list(self._page_sessions.values()):  # same-process frames
+                try:
+                    # A page in the middle of a navigation may not answer: bounded, and ours if unsure.
+                    tree = await asyncio.wait_for(page_session.send("Page.getFrameTree"), _FRAME_TREE_TIMEOUT)
+                except TimeoutError:
+                    return True
+                except Exception:  # the page closed meanwhile
+                    continue
+                stack = [tree["frameTree"]]
+                while stack:
+                    node = stack.pop()
+                    frames.add(str(node["frame"]["id"]))
+                    stack.extend(node.get("childFrames", []))
+        self._frames = frames
+        return frame_id in frames
+
+    # --- speculative loads: prerendering off, every attempt recorded ------------------------
+
+    async def _watch_speculation(self, page: Any) -> None:
+        if page in self._page_sessions or page.is_closed():
+            return
+        try:
+            session = await self._context.new_cdp_session(page)
+            self._page_sessions[page] = session
+            session.on("Preload.prefetchStatusUpdated", lambda e: self._on_speculation(e, "prefetch"))
+            session.on("Preload.prerenderStatusUpdated", lambda e: self._on_speculation(e, "prerender"))
+            await session.send("Page.enable")
+            await session.send("Page.setPrerenderingAllowed", {"isAllowed": False})
+            await session.send("Preload.enable")
+        except Exception as exc:  # a page closing meanwhile, or a browser without these commands
+            logger.warning("allowed_domains: cannot switch off speculative loads on %s: %s",
+                           self._redact(page.url), self._redact(str(exc)))
+
+    def _on_speculation(self, event: dict[str, Any], what: str) -> None:
+        url = str(event.get("prefetchUrl") or event.get("key", {}).get("url") or "")
+        if not url or self.allows(url) or any(b.url == url and b.kind == "speculation" for b in self.blocked):
+            return  # recorded once per address
+        # Recorded, and said plainly: prerendering is refused, but Chromium sends the prefetch
+        # (a prerender begins with one) from the browser process, where no route or DevTools
+        # interception of this guard can stop it.
+        self.record(url, "speculation", what)
+        logger.warning("allowed_domains: the page asked the browser to %s %s, outside the allowlist; the prerender is "
+                       "refused but a prefetch request cannot be stopped", what, self._redact(url))
+
+    async def _stop_watching(self) -> None:
+        sessions = [self._hops, *self._page_sessions.values()]
+        self._hops = None
+        self._page_sessions.clear()
+        for task in list(self._pending):
+            await asyncio.gather(task, return_exceptions=True)
+        for session in sessions:
+            if session is None:
+                continue
+            try:
+                await session.detach()  # also ends its Fetch interception and the prerendering switch
+            except Exception as exc:  # the browser or the page is gone already
+                logger.debug("allowed_domains: detaching a DevTools session failed: %s", exc)
 
     async def _pass_checking_redirects(self, route: Any, request: Any) -> None:
-        if urlsplit(request.url).scheme not in ("http", "https"):
+        parts = url_parts(request.url)
+        if parts is None or parts.scheme not in ("http", "https"):
             await route.fallback()  # nothing to redirect
             return
         try:
@@ -167,9 +300,9 @@ class DomainGuard:
             return
         location = response.headers.get("location")
         if 300 <= response.status < 400 and location:
-            target = urljoin(request.url, location)
-            if not self.allows(target):
-                await self._block(route, request, target)
+            target = resolve_url(request.url, location)
+            if target is None or not self.allows(target):
+                await self._block(route, request, target or location)
                 return
         await route.fulfill(response=response)
 
@@ -191,6 +324,8 @@ class DomainGuard:
 
     def _on_page(self, page: Any) -> None:
         self._popups.append(page)
+        if self._installed:
+            self._later(self._watch_speculation(page))
 
     async def sweep(self) -> None:
         """Close the tabs that were opened to a blocked address (they show an error or a blank page)."""

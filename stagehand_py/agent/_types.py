@@ -104,12 +104,14 @@ class CheckpointRecord(BaseModel):
 
 
 class BlockedRequest(BaseModel):
-    """A navigation, request or new tab stopped by ``allowed_domains``."""
+    """A navigation, request or new tab stopped by ``allowed_domains``; ``kind="speculation"`` is a
+    speculative load (speculation rules) to another host the page asked for: prerendering is
+    refused, but the browser's prefetch request itself cannot be stopped (docs/security.md)."""
 
     model_config = ConfigDict(frozen=True)
 
     url: str
-    kind: Literal["navigation", "request", "popup"]
+    kind: Literal["navigation", "request", "popup", "speculation"]
     resource_type: str = ""
 
 
