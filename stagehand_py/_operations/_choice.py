@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from .._errors import ConfigurationError
 from .._prompts.act import ActAnswer
-from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, choices_block
+from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, with_choices
 from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
 from ..llm import SystemMessage, UserMessage
@@ -170,7 +170,7 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
 
     def tokens(lines: Sequence[str]) -> int:
         schema = choice_schema(lines, single=single, opens_options=opens)
-        text = f"{user}\n\n{choices_block(lines, fence, single=single)}"
+        text = with_choices(user, lines, fence, single=single)
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
     contexts = _contexts(outline)
@@ -191,5 +191,5 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
             data["opens_options"] = bool(out.get("opens_options", False))
         return check(answer.model_validate(data))
 
-    return ChoiceRequest(f"{user}\n\n{choices_block(lines, fence, single=single)}",
+    return ChoiceRequest(with_choices(user, lines, fence, single=single),
                          choice_schema(lines, single=single, opens_options=opens), check_choice)

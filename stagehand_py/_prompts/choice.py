@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any, get_args
 
 from .._types import ActionMethod
-from .common import Fence
+from .common import Fence, reuse_layout
 
-__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "choices_block"]
+__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "with_choices"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
@@ -44,15 +44,28 @@ def choice_line(role: str, name: str, element_id: str, *, details: str = "") -> 
     return f"{role}: {text} [{element_id}]" if name else f"{role} {text} [{element_id}]"
 
 
-def choices_block(choices: Sequence[str], fence: Fence, *, single: bool) -> str:
-    """Appended to the user message: how to answer, then the fenced choices (page text)."""
-    how = (
-        "Answer by choosing from the choices below: put one choice, copied exactly, in \"element\""
+def _how(single: bool) -> str:
+    return (
+        "Answer by choosing from the choices above: put one choice, copied exactly, in \"element\""
         + (" (at most one element)" if single else "; list every element that fits, best first")
         + ". A choice names an actionable element of the outline as 'role: name [id]'. Give the method "
         f"and its arguments as the methods list says. Only when no element fits, choose '{NO_CHOICE}'."
     )
-    return f"{how}\n\nChoices:\n{fence.wrap(chr(10).join(choices), 'choices: page elements')}"
+
+
+def with_choices(user: str, choices: Sequence[str], fence: Fence, *, single: bool) -> str:
+    """``user`` with the fenced choices (page text) and how to answer with them.
+
+    Laid out for reuse, the choices go right after the page's outline (the first fenced block:
+    observe and the act that follows offer the same choices on a small page, so they share them
+    too) and how to answer at the end; otherwise both go at the end.
+    """
+    listed = f"Choices:\n{fence.wrap(chr(10).join(choices), 'choices: page elements')}"
+    end = user.find(fence.closing)
+    if not reuse_layout() or end < 0:
+        return f"{user}\n\n{_how(single)}\n\n{listed}".replace("choices above", "choices below")
+    end += len(fence.closing)
+    return f"{user[:end]}\n\n{listed}{user[end:]}\n\n{_how(single)}"
 
 
 def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) -> dict[str, Any]:

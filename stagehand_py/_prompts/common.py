@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["FENCE_NONCE", "METHODS_GUIDE", "Fence", "fence_rules", "instruction_with_outline", "page_fence",
-           "page_section", "page_then_task", "preamble", "set_reuse_layout", "variables_block"]
+           "page_section", "page_then_task", "preamble", "reuse_layout", "set_reuse_layout", "variables_block"]
 
 _OPEN_WORD = "BEGIN UNTRUSTED"
 _CLOSE_WORD = "END UNTRUSTED"
@@ -127,6 +127,11 @@ _LAYOUT = {"reuse": True}
 def set_reuse_layout(on: bool) -> None:
     """Lay requests out for prompt-cache reuse (the default) or not (for measuring only)."""
     _LAYOUT["reuse"] = on
+
+
+def reuse_layout() -> bool:
+    """Whether requests are laid out for prompt-cache reuse (see :func:`set_reuse_layout`)."""
+    return _LAYOUT["reuse"]
 
 
 _FENCES: weakref.WeakKeyDictionary[Any, Fence] = weakref.WeakKeyDictionary()

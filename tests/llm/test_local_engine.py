@@ -73,6 +73,19 @@ async def test_the_second_call_on_a_shared_prefix_reports_cached_tokens(model: L
     assert second.usage.cached_tokens > 0.8 * second.usage.input_tokens, second.usage
 
 
+async def test_a_prompt_evicted_by_another_comes_back_from_the_ram_cache(model: LocalModel) -> None:
+    """One slot: an agent step (another system prompt) between two verbs on one page replaces the
+    slot's prefix; llama.cpp's host-memory prompt cache brings the page's prefix back."""
+    client = LLMClient(model)
+    page = "Page outline:\n" + "\n".join(f"[0-{i}] link: Chapter {i}" for i in range(40))
+    verbs = SystemMessage("You read web pages.")
+    await client.generate([verbs, UserMessage(f"{page}\n\nInstruction: is Chapter 7 listed?")], output=VERDICT)
+    agent = SystemMessage("You are an agent. " + " ".join(f"Rule {i}: be brief." for i in range(30)))
+    await client.generate([agent, UserMessage("Step 1: is the task done?")], output=VERDICT)
+    back = await client.generate([verbs, UserMessage(f"{page}\n\nInstruction: is Chapter 70 listed?")], output=VERDICT)
+    assert back.usage.cached_tokens > 0.8 * back.usage.input_tokens, back.usage
+
+
 def _request(messages: list[Any], schema: dict[str, Any] | None) -> Any:
     from stagehand_py.llm._request import LLMRequest
 

@@ -122,3 +122,22 @@ def test_an_act_and_its_heal_share_the_outline_and_the_fence() -> None:
     assert shared(act, heal) >= end
     # A part label sits before the outline: requests about the same part share it too.
     assert "part 1 of 2" in observe[: observe.index(fence.opening)]
+
+
+async def test_in_choice_mode_observe_and_act_share_the_choices_too(make_stagehand, server):
+    def model(request: LLMRequest) -> dict[str, object]:
+        enum = request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+        line = next(c for c in enum if c.startswith("checkbox: Remember me"))
+        found = [{"element": line, "method": "check", "arguments": []}]
+        return {"elements": found, "opens_options": False} if request.purpose == "act" else {"elements": found}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True))
+    await sh.page.goto(server.url("forms.html"))
+    with capture_requests() as calls:
+        await sh.observe("the Remember me checkbox", vision=False)
+        assert (await sh.act("tick the Remember me checkbox", vision=False)).success
+    observe, act = (rendered(c.request) for c in calls)
+    choices_end = _CLOSING.search(observe, outline_end(observe)).end()  # the second fenced block: the choices
+    assert "Choices:" in observe[outline_end(observe):choices_end]
+    assert shared(observe, act) >= choices_end
+    assert act.index("Instruction:") > choices_end
