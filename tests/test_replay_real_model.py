@@ -1,7 +1,7 @@
 """Replay and expect with a real model: the embedded Qwen2.5-Coder-1.5B on this CPU (issue 29).
 
 A run recorded with a scripted agent model is replayed on a page whose button was renamed: the
-embedded model heals that one step (one call) and the rest replays with none; then expect() judges
+embedded model heals that one step (one heal: a call, and one re-ask when it first answers another role) and the rest replays with none; then expect() judges
 a claim in choice mode, its evidence a line of the page. Skips with the reason when the model or
 the engine is absent (`bash scripts/setup.sh` installs them).
 """
@@ -48,13 +48,23 @@ async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server
             result = await sh.agent().execute(task, variables={"qty": "2"})
             assert result.success and result.replay is not None and not result.replay.fell_back, result.message
             assert result.replay.replayed == [0] and result.replay.healed == [1]
-            assert sh.metrics.total.requests == 1  # the heal, and nothing else
+            # The heal, and nothing else: one heal, whose first answer the 1.5B model may give on another role
+            # (the page heading) and which is then re-asked once (measured: 2 requests on this page).
+            assert sorted(sh.metrics.by_purpose) == ["heal"] and sh.metrics.total.requests <= 2, sh.metrics
             assert await sh.page.inner_text("#cart") == "Cart: 2 items"
+    finally:
+        route.remove()
+        await model.aclose()
 
+
+async def test_expect_in_choice_mode_with_the_embedded_model() -> None:
+    model = LocalModel(MODEL, n_ctx=8192)
+    try:
+        async with await Stagehand.launch(model=model, token_budget=6000) as sh:
+            await sh.page.set_content(SHOP.replace("{label}", "Add to cart").replace("Cart: 0 items", "Cart: 2 items"))
             verdict = await sh.expect("the cart shows 2 items", raise_on_failure=False)
             assert verdict.passed and "Cart: 2 items" in verdict.evidence, verdict
             wrong = await sh.expect("the cart is empty", raise_on_failure=False)
             assert not wrong.passed, wrong
     finally:
-        route.remove()
         await model.aclose()
