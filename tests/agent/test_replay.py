@@ -250,5 +250,6 @@ async def test_a_heal_onto_another_role_is_asked_again(make, shop, tmp_path):
 
     sh, result, calls = await _run(make, cache, shop, AgentScript([], others={"heal": heal}))
     assert answered == ["heading: Tiny shop", "button: Add to basket"]
+    assert [c.request.purpose for c in calls] == ["heal", "heal"]  # one heal: its answer and the re-ask
     assert result.replay is not None and result.replay.healed == [1] and not result.replay.fell_back
     assert await sh.page.inner_text("#cart") == f"Cart: {SECRET} items"
