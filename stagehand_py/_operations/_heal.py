@@ -33,7 +33,7 @@ from .._prompts.observe import ObserveAnswer
 from .._types import Action, ActResult, VariableValue
 from ._answers import check_elements
 from ._context import OperationContext
-from ._identity import identity_matches, remember
+from ._identity import identity_in, identity_matches, remember
 from ._pipeline import ask_parts, read_page, settle, split_page
 
 __all__ = ["cached_actions_valid", "heal", "probe_timeout", "replay", "run_action", "run_checked"]
@@ -86,12 +86,13 @@ async def run_action(ctx: OperationContext, action: Action, variables: Mapping[s
 
 
 async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
-                        why: str, dispatched: list[str] | None) -> tuple[Action, bool]:
+                        why: str, dispatched: list[str] | None, role: str | None = None) -> tuple[Action, bool]:
     """Re-locate ``action``'s element by description (one model call) and run it there.
 
-    ``why`` completes "<method> on <selector> ..." in the error when nothing fits.
+    ``why`` completes "<method> on <selector> ..." in the error when nothing fits; ``role``: the
+    recorded element's role, which the re-located element must have.
     """
-    healed = await heal(ctx, action, ctx.variable_descriptions)
+    healed = await heal(ctx, action, ctx.variable_descriptions, role=role)
     if healed is None:
         raise ElementNotFoundError(
             f"{action.method} on {action.selector} {why} and self-heal found no element matching "
@@ -103,8 +104,12 @@ async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mappin
     return healed, True
 
 
-async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, str]) -> Action | None:
-    """Re-locate ``action``'s element on a fresh read of the page (one model call on the best part)."""
+async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, str], *,
+               role: str | None = None) -> Action | None:
+    """Re-locate ``action``'s element on a fresh read of the page (one model call on the best part).
+
+    With ``role`` (the element it was planned on was a button, a textbox...), an answer of another
+    role is re-asked: a renamed "Sign in" button must not heal onto the "Sign in" heading."""
     client = ctx.get_client()  # a clear ConfigurationError before touching the page
     page = await read_page(ctx)
 
@@ -115,7 +120,12 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
         # Keep the original method and arguments: only the element is re-located.
         elements = [e.model_copy(update={"method": action.method, "arguments": list(action.arguments)})
                     for e in out.elements[:1]]
-        return check_elements(elements, page.snapshot, variables)
+        problems, found = check_elements(elements, page.snapshot, variables)
+        now = identity_in(page.snapshot, found[0].selector, variables) if found and role is not None else None
+        if found and role is not None and (now is None or now.role != role):
+            return [f"elements[0] is {'a ' + now.role if now else 'not an element of the outline'}, but the action "
+                    f"was on a {role}: choose the {role} that fits the description."], []
+        return problems, found
 
     parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=f"{action.description} {' '.join(action.arguments)}",
                        choice=client.choice_mode)
@@ -143,7 +153,7 @@ async def run_checked(ctx: OperationContext, action: Action, variables: Mapping[
             f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
             selector=action.selector, method=action.method,
         )
-    return await _heal_and_run(ctx, action, variables, why, dispatched)
+    return await _heal_and_run(ctx, action, variables, why, dispatched, identity.role)
 
 
 async def _run_cached(ctx: OperationContext, action: Action, identity: ElementIdentity | None,
@@ -161,7 +171,8 @@ async def _run_cached(ctx: OperationContext, action: Action, identity: ElementId
             selector=action.selector, method=action.method,
         )
     logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
-    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now", dispatched)
+    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now", dispatched,
+                               identity.role)
 
 
 async def replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry,

@@ -17,7 +17,8 @@ def expect_system(fence: Fence) -> str:
     return (
         "You check a claim about a web page for a test. You are shown the page as an outline: one line per "
         "element, '[id] role: name' and its state. Decide whether the page shows the claim is true ('yes') or "
-        "not ('no'), and quote as evidence the one line of the outline that decides it, exactly as written. "
+        "not ('no'): first quote as evidence the one line of the outline that decides it, exactly as written, "
+        "then give the verdict that line supports. "
         f"When no line bears on the claim, the verdict is 'no' and the evidence is {NO_LINE!r}.\n\n"
         + fence_rules(fence)
     )
@@ -36,7 +37,8 @@ def expect_schema(lines: Sequence[str] | None) -> dict[str, Any]:
         evidence = {"type": "string", "enum": [*lines, NO_LINE], "description": "The outline line that decides it"}
     return {
         "type": "object",
-        "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}, "evidence": evidence},
-        "required": ["verdict", "evidence"],
+        # The evidence first: a small model reads the line it chose before it commits to a verdict.
+        "properties": {"evidence": evidence, "verdict": {"type": "string", "enum": ["yes", "no"]}},
+        "required": ["evidence", "verdict"],
         "additionalProperties": False,
     }

@@ -232,3 +232,24 @@ async def test_replay_check_reports_drift_per_step_with_no_model(make, shop, tmp
         assert "was button 'Add to cart', now button 'Add to basket'" in lines[1]
         assert "model calls: 0" in drifted.stdout
     assert _cli(tmp_path, str(tmp_path / "nothing.json"), "--check").returncode == 2
+
+
+async def test_a_heal_onto_another_role_is_asked_again(make, shop, tmp_path):
+    cache = tmp_path / "cache"
+    await _run(make, cache, shop, first_run_model())
+    STATE["label"] = "Add to basket"
+    answered: list[str] = []
+
+    def heal(request):  # first the heading (what the embedded model did), then the button
+        text = "\n".join(p.text for m in request.messages for p in m.content if hasattr(p, "text"))
+        wanted = "heading: Tiny shop" if not answered else "button: Add to basket"
+        answered.append(wanted)
+        line = next(line for line in text.splitlines() if wanted in line)
+        eid = line.strip().split("]")[0].lstrip("[")
+        return {"elements": [{"element_id": eid, "description": "add", "method": "click", "arguments": []}]}
+
+    sh, result, calls = await _run(make, cache, shop, AgentScript([], others={"heal": heal}))
+    assert answered == ["heading: Tiny shop", "button: Add to basket"]
+    assert [c.request.purpose for c in calls] == ["heal", "heal"]  # one heal: its answer and the re-ask
+    assert result.replay is not None and result.replay.healed == [1] and not result.replay.fell_back
+    assert await sh.page.inner_text("#cart") == f"Cart: {SECRET} items"

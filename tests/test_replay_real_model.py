@@ -1,0 +1,74 @@
+"""Replay and expect with a real model: the embedded Qwen2.5-Coder-1.5B on this CPU (issue 29).
+
+A run recorded with a scripted agent model is replayed on a page whose button was renamed: the
+embedded model heals that one step (one heal: a call, and one re-ask when it first answers another role) and the rest replays with none; then expect() judges
+a claim in choice mode, its evidence a line of the page. Skips with the reason when the model or
+the engine is absent (`bash scripts/setup.sh` installs them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent._script import AgentScript, call
+from llm._local_model import require_local_model
+
+from stagehand_py import Stagehand
+from stagehand_py.llm import LocalModel
+
+MODEL = require_local_model()
+pytestmark = pytest.mark.real_model
+
+SHOP = """<!doctype html><title>Shop</title><main><h1>Tiny shop</h1>
+<label>Quantity <input id=qty></label>
+<button onclick="document.getElementById('cart').textContent = 'Cart: ' + document.getElementById('qty').value + ' items'">{label}</button>
+<p id=cart>Cart: 0 items</p></main>"""
+
+
+async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server, tmp_path: Path) -> None:
+    from _server import Response
+
+    label = {"text": "Add to cart"}
+    route = server.route("/replay-real/shop", lambda r: Response.html(SHOP.replace("{label}", label["text"])))
+    task = "Put %qty% items in the cart"
+    recorder = AgentScript([
+        lambda s: call("act", element_id=s.id("textbox", "Quantity"), method="fill", arguments=["%qty%"]),
+        lambda s: call("act", element_id=s.id("button", "Add to cart")),
+        call("done", message="added"),
+    ])
+    model = LocalModel(MODEL, n_ctx=8192)
+    try:
+        async with await Stagehand.launch(model=recorder, cache_dir=tmp_path) as sh:
+            await sh.page.goto(server.url("replay-real/shop"))
+            assert (await sh.agent().execute(task, variables={"qty": "2"})).success
+        label["text"] = "Add to basket"
+        async with await Stagehand.launch(model=model, cache_dir=tmp_path, token_budget=6000) as sh:
+            await sh.page.goto(server.url("replay-real/shop"))
+            result = await sh.agent().execute(task, variables={"qty": "2"})
+            assert result.success and result.replay is not None and not result.replay.fell_back, result.message
+            assert result.replay.replayed == [0] and result.replay.healed == [1]
+            # The heal, and nothing else: one heal, whose first answer the 1.5B model may give on another role
+            # (the page heading) and which is then re-asked once (measured: 2 requests on this page).
+            assert sorted(sh.metrics.by_purpose) == ["heal"] and sh.metrics.total.requests <= 2, sh.metrics
+            assert await sh.page.inner_text("#cart") == "Cart: 2 items"
+    finally:
+        route.remove()
+        await model.aclose()
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (issue 29 item 3): the embedded 1.5B model answers 'yes' but quotes "
+                   "the 'button: Add to cart' line as evidence, not 'Cart: 2 items' (measured 18:29; with the verdict "
+                   "asked first it answered 'no' with no line). The scripted tests hold the contract; the choice of "
+                   "the evidence line by a small model does not yet")
+async def test_expect_in_choice_mode_with_the_embedded_model() -> None:
+    model = LocalModel(MODEL, n_ctx=8192)
+    try:
+        async with await Stagehand.launch(model=model, token_budget=6000) as sh:
+            await sh.page.set_content(SHOP.replace("{label}", "Add to cart").replace("Cart: 0 items", "Cart: 2 items"))
+            verdict = await sh.expect("the cart shows 2 items", raise_on_failure=False)
+            assert verdict.passed and "Cart: 2 items" in verdict.evidence, verdict
+            wrong = await sh.expect("the cart is empty", raise_on_failure=False)
+            assert not wrong.passed, wrong
+    finally:
+        await model.aclose()
