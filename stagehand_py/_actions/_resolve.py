@@ -59,6 +59,8 @@ logger = logging.getLogger("stagehand_py._actions")
 #: Seconds an action (resolution included) may take unless the caller says otherwise.
 DEFAULT_TIMEOUT = 10.0
 _POLL_INTERVAL = 0.1
+#: Seconds between two openings of a frame's closed shadow roots while one resolution polls.
+_REOPEN_EVERY = 1.0
 
 # The key both JS files use; a test checks they agree with this constant.
 SHADOW_STORE_KEY = "__stagehand_py_closed_shadow_roots_v1__"
@@ -296,14 +298,16 @@ async def _walk_in_page_world(frame: Frame, segment: list[CanonicalStep]) -> Ele
 
 
 async def _resolve_segment(
-    page: Page, frame: Frame, selector: str, steps: list[CanonicalStep], offset: int, end: int, opened: set[Frame]
+    page: Page, frame: Frame, selector: str, steps: list[CanonicalStep], offset: int, end: int, opened: dict[Frame, float]
 ) -> ElementHandle | _Miss:
     segment = steps[offset:end]
     element = await _walk_in_utility_world(frame, segment)
-    if element is None and any(step.shadow for step in segment) and frame not in opened:
+    now = time.monotonic()
+    if element is None and any(step.shadow for step in segment) and now - opened.get(frame, -_REOPEN_EVERY) >= _REOPEN_EVERY:
         # Perhaps behind a closed shadow root: open this target's closed roots to Playwright's
-        # utility world over DevTools (_closed_roots.py), once per resolution, and walk again.
-        opened.add(frame)
+        # utility world over DevTools (_closed_roots.py) and walk again; while polling, at most
+        # every _REOPEN_EVERY seconds (a root attached meanwhile is found on the next one).
+        opened[frame] = now
         if await open_closed_roots(page, frame):
             element = await _walk_in_utility_world(frame, segment)
     if element is not None:
@@ -322,7 +326,7 @@ async def _resolve_segment(
 
 
 async def _resolve_canonical(
-    page: Page, frame: Frame, selector: str, steps: list[CanonicalStep], opened: set[Frame]
+    page: Page, frame: Frame, selector: str, steps: list[CanonicalStep], opened: dict[Frame, float]
 ) -> ElementHandle | _Miss:
     """Walk the steps frame by frame; hop into frames through Playwright."""
     offset = 0
@@ -398,7 +402,7 @@ async def resolve_element(page: Page, selector: str, *, timeout: float = DEFAULT
     """
     parsed = _parse_selector(selector)
     deadline = time.monotonic() + max(0.0, timeout)
-    opened: set[Frame] = set()  # frames whose closed shadow roots were opened in this resolution
+    opened: dict[Frame, float] = {}  # when each frame's closed shadow roots were last opened
     while True:
         if page.is_closed():
             raise PageClosedError(f"cannot resolve {selector!s}: the page is closed.")

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from stagehand_py import Action, Stagehand
+from stagehand_py._actions import execute_action
 from stagehand_py.llm._messages import message_text
 from stagehand_py.testing import FunctionLLM
 
@@ -120,3 +121,21 @@ async def test_a_closed_root_attached_after_the_first_snapshot_is_found(loaded: 
     button = _id_of(snap.tree, "button: Late button")
     assert (await loaded.act(Action(selector=f"xpath={snap.xpath_map[button]}", method="click"))).success
     assert "button: Late pressed" in (await loaded.snapshot()).tree
+
+
+async def test_a_closed_root_attached_while_the_act_waits_is_found(loaded: Stagehand) -> None:
+    """Resolution polls: a closed root attached after the act started (here after the first
+    look over DevTools found none) is opened on a later look, and the act lands in it."""
+    await loaded.page.evaluate("""() => {
+        const host = document.createElement('slow-widget');
+        document.body.appendChild(host);
+        setTimeout(() => {
+            const root = host.attachShadow({ mode: 'closed' });
+            root.innerHTML = '<button>Slow button</button>';
+            root.querySelector('button').onclick = (e) => { e.target.textContent = 'Slow pressed'; };
+        }, 1500);
+    }""")
+    path = "/html[1]/body[1]/slow-widget[1]//button[1]"
+    # execute_action: the whole 20 s bound is for resolution (act's would be the 5 s settle time).
+    await execute_action(loaded.page, Action(selector=f"xpath={path}", method="click"), timeout=20)
+    assert "button: Slow pressed" in (await loaded.snapshot()).tree
