@@ -232,10 +232,6 @@ async def _hover(call: MethodCall, _: None) -> None:
     await call.element.hover(timeout=call.timeout_ms)
 
 
-_CLOSED_ROOT_FOCUS_JS = """e => { const root = e.getRootNode();
-  return root instanceof ShadowRoot && root.host.shadowRoot !== root && e.matches(':focus'); }"""
-
-
 async def _holds_focus(element: ElementHandle) -> bool:
     """True when ``element``, an element inside it, or the field a ``<label>`` controls has the
     focus, asked in Playwright's utility world (a page that fakes ``activeElement`` or overrides
@@ -247,9 +243,7 @@ async def _holds_focus(element: ElementHandle) -> bool:
             return True
     label = await element.query_selector("xpath=self::label")
     if label is None:
-        # Playwright's world cannot look into a closed shadow root; there only the page's world can
-        # tell (the closed-root gap in docs/security.md; such targets are resolved there too).
-        return bool(await element.evaluate(_CLOSED_ROOT_FOCUS_JS))
+        return False
     await label.dispose()
     control_id = await element.get_attribute("for")
     frame = await element.owner_frame()

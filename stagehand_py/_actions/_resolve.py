@@ -11,14 +11,14 @@ Three selector forms are accepted:
   * after an ``iframe[n]`` / ``frame[n]`` step, the following steps continue in that frame's
     document (same-origin, nested, and out-of-process cross-site frames alike: we ask
     Playwright for the iframe's ``content_frame()`` and go on there);
-  * ``//`` right after an element step enters that element's shadow root (open, or closed
-    and recorded by :func:`install_page_helpers`).
+  * ``//`` right after an element step enters that element's shadow root (open, or closed:
+    DevTools finds it and opens it to Playwright's utility world only, ``_closed_roots.py``).
 
   A ``text()[n]`` step resolves to the text node's parent element (you cannot click a text
   node). The walk is done by Playwright's selector engines (XPath, and CSS for open shadow
   roots), which run in Playwright's utility world: a page that overrides DOM getters or
-  ``document.evaluate`` cannot steer it. Only a step behind a *closed* shadow root, which that
-  world cannot enter, falls back to ``_resolver.js`` in the page's world (docs/security.md).
+  ``document.evaluate`` cannot steer it, and neither can a page that pre-defines the old
+  closed-root record in its own world. ``_resolver.js`` (the page's world) only explains a failure.
 - any **other xpath** (``xpath=//button[@id='x']`` or a bare string starting with ``/``):
   evaluated by Playwright's XPath engine in the main frame, without hops;
 - any **Playwright selector** (``css=...``, ``text=...``, ``role=...``, a bare CSS selector).
@@ -42,13 +42,13 @@ from playwright.async_api import Error as PlaywrightError
 
 from .._errors import AmbiguousSelectorError, ElementNotFoundError, InvalidArgumentError, PageClosedError
 from .._util import xpath_literal
+from ._closed_roots import open_closed_roots
 from ._js import load_js
 from ._translate import is_closed_error, is_transient_error
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "CanonicalStep",
-    "closed_root_recorder",
     "install_page_helpers",
     "parse_canonical_xpath",
     "resolve_element",
@@ -59,6 +59,8 @@ logger = logging.getLogger("stagehand_py._actions")
 #: Seconds an action (resolution included) may take unless the caller says otherwise.
 DEFAULT_TIMEOUT = 10.0
 _POLL_INTERVAL = 0.1
+#: Seconds between two openings of a frame's closed shadow roots while one resolution polls.
+_REOPEN_EVERY = 1.0
 
 # The key both JS files use; a test checks they agree with this constant.
 SHADOW_STORE_KEY = "__stagehand_py_closed_shadow_roots_v1__"
@@ -159,16 +161,6 @@ class _Miss:
         self.message = message
 
 
-def _closed_root_advice(frame_has_recorder: bool) -> str:
-    advice = (
-        "A closed shadow root is reachable once a snapshot has seen it (or when it was attached "
-        "after the Stagehand was created): take a snapshot of the page, then act on its ids."
-    )
-    if not frame_has_recorder:
-        advice += " The closed-root recorder is not installed in this frame."
-    return advice
-
-
 def _describe_failure(selector: str, steps: list[CanonicalStep], offset: int, failure: dict[str, Any]) -> str:
     """Turn the resolver's failure object into 'step 4 'button[2]' matched nothing under ...'."""
     local = int(failure.get("step", len(steps) - offset - 1))
@@ -179,8 +171,8 @@ def _describe_failure(selector: str, steps: list[CanonicalStep], offset: int, fa
     head = f"{selector!s}: step {number} '{step.raw}'"
     if kind == "no-shadow-root":
         return (
-            f"{head} enters the shadow root of {under}, but that element has no open shadow root "
-            f"and no recorded closed one. {_closed_root_advice(bool(failure.get('recorder')))}"
+            f"{head} enters the shadow root of {under}, but no shadow root there (open, or closed as DevTools "
+            "reports it) has that child. The page changed since the snapshot: observe again."
         )
     if kind == "missing":
         available = int(failure.get("available", 0))
@@ -306,21 +298,26 @@ async def _walk_in_page_world(frame: Frame, segment: list[CanonicalStep]) -> Ele
 
 
 async def _resolve_segment(
-    frame: Frame, selector: str, steps: list[CanonicalStep], offset: int, end: int
+    page: Page, frame: Frame, selector: str, steps: list[CanonicalStep], offset: int, end: int, opened: dict[Frame, float]
 ) -> ElementHandle | _Miss:
     segment = steps[offset:end]
     element = await _walk_in_utility_world(frame, segment)
+    now = time.monotonic()
+    if element is None and any(step.shadow for step in segment) and now - opened.get(frame, -_REOPEN_EVERY) >= _REOPEN_EVERY:
+        # Perhaps behind a closed shadow root: open this target's closed roots to Playwright's
+        # utility world over DevTools (_closed_roots.py) and walk again; while polling, at most
+        # every _REOPEN_EVERY seconds (a root attached meanwhile is found on the next one).
+        opened[frame] = now
+        if await open_closed_roots(page, frame):
+            element = await _walk_in_utility_world(frame, segment)
     if element is not None:
         return element
-    # Not found where the page cannot interfere. The page-world walk explains which step failed;
-    # its element counts only behind a closed shadow root, which no other world can enter (the
-    # remaining gap, docs/security.md). Elsewhere an element only the page's world reports is
-    # what an overridden DOM getter shows, never acted on.
+    # Not found where the page cannot interfere. The page-world walk only explains which step
+    # failed; an element only the page's world reports is what an overridden DOM getter (or a
+    # record the page fed) shows, never acted on.
     outcome = await _walk_in_page_world(frame, segment)
     if isinstance(outcome, dict):
         return _Miss(_describe_failure(selector, steps, offset, outcome))
-    if any(step.shadow for step in segment):
-        return outcome
     await outcome.dispose()
     return _Miss(
         f"{selector!s} names no element in the document, although the page's own scripts report one there "
@@ -328,7 +325,9 @@ async def _resolve_segment(
     )
 
 
-async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalStep]) -> ElementHandle | _Miss:
+async def _resolve_canonical(
+    page: Page, frame: Frame, selector: str, steps: list[CanonicalStep], opened: dict[Frame, float]
+) -> ElementHandle | _Miss:
     """Walk the steps frame by frame; hop into frames through Playwright."""
     offset = 0
     while True:
@@ -338,7 +337,7 @@ async def _resolve_canonical(frame: Frame, selector: str, steps: list[CanonicalS
             if steps[i].is_frame and not steps[i + 1].shadow:
                 end = i + 1
                 break
-        element = await _resolve_segment(frame, selector, steps, offset, end)
+        element = await _resolve_segment(page, frame, selector, steps, offset, end, opened)
         if isinstance(element, _Miss):
             return element
         if end == len(steps):
@@ -403,12 +402,13 @@ async def resolve_element(page: Page, selector: str, *, timeout: float = DEFAULT
     """
     parsed = _parse_selector(selector)
     deadline = time.monotonic() + max(0.0, timeout)
+    opened: dict[Frame, float] = {}  # when each frame's closed shadow roots were last opened
     while True:
         if page.is_closed():
             raise PageClosedError(f"cannot resolve {selector!s}: the page is closed.")
         try:
             if parsed[0] == "canonical":
-                outcome = await _resolve_canonical(page.main_frame, selector, parsed[1])
+                outcome = await _resolve_canonical(page, page.main_frame, selector, parsed[1], opened)
             elif parsed[0] == "xpath":
                 outcome = await _resolve_xpath(page.main_frame, selector, parsed[1])
             else:
@@ -432,27 +432,16 @@ async def resolve_element(page: Page, selector: str, *, timeout: float = DEFAULT
         await asyncio.sleep(min(_POLL_INTERVAL, remaining))
 
 
-def closed_root_recorder() -> str:
-    """A function for ``Runtime.callFunctionOn`` with ``this`` = a closed ShadowRoot: installs the
-    page helpers in that frame if needed and records the root for its host, so the resolver
-    can enter a closed root that was attached before the helpers were installed."""
-    return (
-        "function () {\n" + load_js("_shadow_init.js") + "\n"
-        f"const store = globalThis[{SHADOW_STORE_KEY!r}];\n"
-        "if (store && this && this.host && !store.has(this.host)) store.set(this.host, this);\n}"
-    )
-
-
 async def install_page_helpers(page: Page) -> None:
-    """Make closed shadow roots reachable by the resolver, in this page and its future documents.
+    """Record closed shadow roots in the page's world, in this page and its future documents.
 
     Adds ``_shadow_init.js`` as an init script of the page's *context* (so it runs before any
     page script in every new document and frame, out-of-process iframes included) and
     evaluates it once in every frame that exists now.
 
-    A closed shadow root attached *before* this ran (in an already loaded document) or created
-    declaratively (``<template shadowrootmode="closed">``) is recorded by the next snapshot,
-    which finds it over CDP (:func:`closed_root_recorder`). Idempotent: a marker in the page stops a second install, and the script
+    Resolution no longer trusts this record (a page can pre-define or override it): closed roots
+    are found over DevTools and opened to Playwright's utility world (``_closed_roots.py``); the
+    record only lets ``_resolver.js`` explain a failed step. Idempotent: a marker in the page stops a second install, and the script
     itself never patches a document twice.
     """
     script = load_js("_shadow_init.js")

@@ -12,9 +12,10 @@
 // `shadow: true` means the step is looked up inside the previous
 // element's shadow root (open, or closed and recorded by _shadow_init.js).
 //
-// It runs in the page's own world, where page scripts can override every DOM getter it reads, so
-// Python trusts it only where no other world can look: behind a closed shadow root. Everywhere
-// else it only explains which step failed (Playwright's utility world resolves the element).
+// It runs in the page's own world, where page scripts can override every DOM getter it reads (and
+// pre-define the closed-root record), so Python never acts on what it returns: it only explains
+// which step failed (Playwright's utility world resolves the element, _closed_roots.py opens
+// closed roots to that world over DevTools).
 (arg) => {
   // Must equal the key in _shadow_init.js (a test pins it).
   const KEY = "__stagehand_py_closed_shadow_roots_v1__";

@@ -30,7 +30,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
-from .._actions._resolve import closed_root_recorder
+from .._actions._closed_roots import closed_roots_in
 from .._errors import CDPError, ElementNotFoundError, InvalidArgumentError, PageClosedError, SnapshotError
 from .._logging import logger
 from ..browser._cdp import CDPSession, PageTargets, loads_json
@@ -334,28 +334,11 @@ async def _fill_in(session: CDPSession, root: dict[str, Any], depth: int) -> Non
 
 
 
-def _closed_roots(root: dict[str, Any], root_frame: str) -> list[tuple[int, str]]:
-    """(backend node id, frame id) of every closed shadow root in one target's DOM tree."""
-    found: list[tuple[int, str]] = []
-    stack: list[tuple[dict[str, Any], str]] = [(root, root_frame)]
-    while stack:
-        node, frame_id = stack.pop()
-        for shadow in node.get("shadowRoots", ()):
-            if shadow.get("shadowRootType") == "closed":
-                found.append((shadow["backendNodeId"], frame_id))
-            stack.append((shadow, frame_id))
-        stack.extend((child, frame_id) for child in node.get("children", ()))
-        content = node.get("contentDocument")
-        if content is not None:
-            stack.append((content, node.get("frameId") or content.get("frameId") or frame_id))
-    return found
-
-
 async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: dict[str, _Frame]) -> set[str]:
     """Find the target's closed shadow roots over CDP and give each to our walker (its frame's
-    world) and to the action resolver's store (the page's world), so both can enter it."""
+    world). Acts open them to Playwright's world themselves (_actions/_closed_roots.py)."""
     tree = await _get_tree(session)
-    roots = _closed_roots(tree, root_frame)
+    roots = closed_roots_in(tree, root_frame)
 
     async def hand_over(backend_node_id: int, frame_id: str) -> None:
         frame = frames.get(frame_id)
@@ -363,14 +346,7 @@ async def _hand_over_closed_roots(session: CDPSession, root_frame: str, frames: 
             return
         _touch(session)
         try:
-            resolved = await session.send("DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": _GROUP})
-            await asyncio.gather(
-                _call_on_node(session, backend_node_id, frame.context, _KEEP_CLOSED_ROOT_JS),
-                session.send(
-                    "Runtime.callFunctionOn",
-                    {"functionDeclaration": closed_root_recorder(), "objectId": resolved["object"]["objectId"], "returnByValue": True},
-                ),
-            )
+            await _call_on_node(session, backend_node_id, frame.context, _KEEP_CLOSED_ROOT_JS)
         except (CDPError, PageClosedError) as exc:  # the root went away meanwhile
             logger.debug("closed shadow root %s not handed over: %s", backend_node_id, exc)
 

@@ -232,7 +232,7 @@ async def test_a_value_getter_override_does_not_hide_a_secret_from_the_mask(new_
     assert tuple(int(MASK_COLOR[i:i + 2], 16) for i in (1, 3, 5)) in colors
 
 
-# --- the remaining gap: targets behind a closed shadow root ---------------------------------------
+# --- targets behind a closed shadow root ---------------------------------------------------------
 
 CLOSED_ROOT = """<!doctype html><title>Profile</title><x-host></x-host>
 <div><button onclick="document.title='deleted'">Delete account</button></div><script>
@@ -247,13 +247,63 @@ CLOSED_ROOT = """<!doctype html><title>Profile</title><x-host></x-host>
 </script>"""
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (docs/security.md): a target behind a closed shadow root is still "
-                   "resolved in the page's world, which no other world can enter; the page steers it")
 async def test_a_target_behind_a_closed_shadow_root_is_not_steered(new_stagehand) -> None:
     sh = await new_stagehand()
     await sh.page.set_content(CLOSED_ROOT)
-    snapshot = await sh.snapshot()  # finds the closed root over CDP and hands it to the resolver
+    snapshot = await sh.snapshot()
     path = next(p for eid, p in snapshot.xpath_map.items() if f"[{eid}] button: Save" in snapshot.tree)
     assert "//" in path
     await execute_action(sh.page, Action(selector=f"xpath={path}"))
     assert await sh.page.title() == "saved"
+
+
+#: The closed-root record the old resolver trusted lived in the page's world under a known name. A
+#: page that defines it first (before our init script, as on a wrapped page) answers with a decoy
+#: root holding "Delete account"; where our init script won the race, the page overrides the
+#: record's WeakMap.prototype.get instead. Either way the page's world names the decoy.
+DECOY_RECORD = """<!doctype html><title>Profile</title><x-host></x-host>
+<div id=decoy><button onclick="document.title='deleted'">Delete account</button></div><script>
+(() => {
+  const KEY = '__stagehand_py_closed_shadow_roots_v1__';
+  const host = document.querySelector('x-host');
+  const decoy = document.getElementById('decoy');
+  if (Object.prototype.hasOwnProperty.call(globalThis, KEY)) {
+    const get = WeakMap.prototype.get;
+    WeakMap.prototype.get = function (key) { return key === host ? decoy : get.call(this, key); };
+  } else {
+    Object.defineProperty(globalThis, KEY, {value: {get: (key) => (key === host ? decoy : undefined),
+      has: () => true, set() {}}, enumerable: false, configurable: false, writable: false});
+  }
+  host.attachShadow({mode: 'closed'}).innerHTML = "<button onclick=\\"document.title='saved'\\">Save</button>";
+})();
+</script>"""
+DECOY_SAVE_PATH = "/html[1]/body[1]/x-host[1]//button[1]"
+
+
+async def test_control_a_page_defined_closed_root_record_feeds_a_decoy(new_stagehand, server) -> None:
+    sh = await new_stagehand()
+    with server.route("/decoy", lambda req: Response.html(DECOY_RECORD)):
+        await sh.page.goto(server.url("decoy"))
+        steps = [{"name": "html", "index": 1, "text": False, "nonblank": False, "shadow": False},
+                 {"name": "body", "index": 1, "text": False, "nonblank": False, "shadow": False},
+                 {"name": "x-host", "index": 1, "text": False, "nonblank": False, "shadow": False},
+                 {"name": "button", "index": 1, "text": False, "nonblank": False, "shadow": True}]
+        handle = await sh.page.main_frame.evaluate_handle(load_js("_resolver.js"), {"mode": "canonical", "steps": steps})
+        element = handle.as_element()
+        assert element is not None and await element.text_content() == "Delete account"
+        await element.click()
+        assert await sh.page.title() == "deleted"
+
+
+async def test_a_page_defined_closed_root_record_does_not_feed_a_decoy(new_stagehand, server) -> None:
+    sh = await new_stagehand()
+    with server.route("/decoy", lambda req: Response.html(DECOY_RECORD)):
+        await sh.page.goto(server.url("decoy"))
+        snapshot = await sh.snapshot()
+        path = next(p for eid, p in snapshot.xpath_map.items() if f"[{eid}] button: Save" in snapshot.tree)
+        assert path == DECOY_SAVE_PATH
+        result = await sh.act(Action(selector=f"xpath={path}", method="click"))
+        assert result.success and await sh.page.title() == "saved"
+        await sh.page.goto(server.url("decoy"))  # and without a snapshot first
+        await execute_action(sh.page, Action(selector=f"xpath={DECOY_SAVE_PATH}"))
+        assert await sh.page.title() == "saved"

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from stagehand_py import Action, ElementNotFoundError, Stagehand
+from stagehand_py import Action, Stagehand
+from stagehand_py._actions import execute_action
 from stagehand_py.llm._messages import message_text
 from stagehand_py.testing import FunctionLLM
 
@@ -85,9 +86,10 @@ async def test_extract_reads_every_closed_root_and_frame_combination(loaded: Sta
     assert all(f"{kind} {who}" in page_text for kind in ("Press", "Field") for who in ("same", "cross"))
 
 
-async def test_without_the_snapshot_the_closed_root_is_out_of_reach(context, server) -> None:
-    """Control: on a page loaded before the Stagehand, the path into a closed root fails until a
-    snapshot has found the root (so the tests above prove the snapshot's hand-over works)."""
+async def test_without_a_snapshot_the_closed_root_is_reached(context, server) -> None:
+    """On a page loaded before the Stagehand (so no hook saw the roots attached), a fresh
+    Stagehand acts on a path into a closed root without taking a snapshot first: resolution
+    finds the root over DevTools itself (it used to need the snapshot's hand-over)."""
     page = await context.new_page()
     await load(page, server.url("closed_frames.html"))
     async with Stagehand(page) as stagehand:
@@ -96,10 +98,7 @@ async def test_without_the_snapshot_the_closed_root_is_out_of_reach(context, ser
     await page.reload()
     await load(page, server.url("closed_frames.html"))
     async with Stagehand(page) as fresh:
-        with pytest.raises(ElementNotFoundError, match="take a snapshot"):
-            await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]), timeout=10)
-        await fresh.snapshot()
-        assert (await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]))).success
+        assert (await fresh.act(Action(selector=f"xpath={path}", method="fill", arguments=["x"]), timeout=10)).success
 
 
 async def test_a_closed_root_attached_after_the_first_snapshot_is_found(loaded: Stagehand) -> None:
@@ -122,3 +121,21 @@ async def test_a_closed_root_attached_after_the_first_snapshot_is_found(loaded: 
     button = _id_of(snap.tree, "button: Late button")
     assert (await loaded.act(Action(selector=f"xpath={snap.xpath_map[button]}", method="click"))).success
     assert "button: Late pressed" in (await loaded.snapshot()).tree
+
+
+async def test_a_closed_root_attached_while_the_act_waits_is_found(loaded: Stagehand) -> None:
+    """Resolution polls: a closed root attached after the act started (here after the first
+    look over DevTools found none) is opened on a later look, and the act lands in it."""
+    await loaded.page.evaluate("""() => {
+        const host = document.createElement('slow-widget');
+        document.body.appendChild(host);
+        setTimeout(() => {
+            const root = host.attachShadow({ mode: 'closed' });
+            root.innerHTML = '<button>Slow button</button>';
+            root.querySelector('button').onclick = (e) => { e.target.textContent = 'Slow pressed'; };
+        }, 1500);
+    }""")
+    path = "/html[1]/body[1]/slow-widget[1]//button[1]"
+    # execute_action: the whole 20 s bound is for resolution (act's would be the 5 s settle time).
+    await execute_action(loaded.page, Action(selector=f"xpath={path}", method="click"), timeout=20)
+    assert "button: Slow pressed" in (await loaded.snapshot()).tree
