@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._actions import substitute
 from .._cache import ElementIdentity
@@ -29,7 +29,9 @@ from .._operations._identity import identity_in
 from .._types import Variables
 from ..llm import Usage
 from ._recording import RecordedStep, ReplayReport, RunRecording, StepReplay, StepStatus
-from ._types import Driver
+
+if TYPE_CHECKING:  # annotations only: _types imports the exporter, which imports this module
+    from ._types import Driver
 
 __all__ = ["ReplayOutcome", "leaves", "replay_steps", "values_on_page"]
 
