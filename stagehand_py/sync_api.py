@@ -42,11 +42,12 @@ from ._cache import ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
 from ._operations.expect import Expectation
-from ._stagehand import SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
+from ._stagehand import DOWNLOAD_WAIT, SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._options import BrowserOptions
+from .browser._tabs import DownloadFailure
 from .llm import Metrics
 from .snapshot._model import Snapshot
 
@@ -232,6 +233,15 @@ class Stagehand:
         """Files downloaded so far; see :attr:`stagehand_py.Stagehand.downloads`."""
         return self._core.downloads
 
+    @property
+    def failed_downloads(self) -> list[DownloadFailure]:
+        """Downloads that could not be saved; see :attr:`stagehand_py.Stagehand.failed_downloads`."""
+        return self._core.failed_downloads
+
+    def finish_downloads(self, timeout: float = DOWNLOAD_WAIT) -> list[SavedDownload]:
+        """Wait for the downloads still saving; see :meth:`stagehand_py.Stagehand.finish_downloads`."""
+        return self._run(self._core.finish_downloads(timeout))
+
     def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Cookies and local storage, saved to ``path`` if given; see :meth:`stagehand_py.Stagehand.save_storage_state`."""
         return self._run(self._core.save_storage_state(path))
@@ -383,6 +393,7 @@ class Agent:
         timeout: float | None = None,
         callbacks: Callable[[AgentEvent], Any] | Sequence[Callable[[AgentEvent], Any]] | None = None,
         checkpoint_path: str | Path | None = None,
+        replay: bool | None = None,
     ) -> AgentResult:
         """Run the task; see :meth:`stagehand_py.agent.Agent.execute`."""
         return self._stagehand._run(
@@ -394,6 +405,7 @@ class Agent:
                 timeout=timeout,
                 callbacks=self._callbacks(callbacks),
                 checkpoint_path=checkpoint_path,
+                replay=replay,
             )
         )
 

@@ -44,14 +44,14 @@ async def test_an_all_blank_answer_on_a_page_still_rendering_waits_for_the_conte
 
 async def test_control_with_a_short_settle_window_the_blank_answer_comes_back(make_stagehand, server):
     """The same page and model with a 1 s window: the 4 s offer is not there yet, and a blank
-    answer is returned as it is (the test above gets the price only by waiting); a page without
-    scripts is not waited for at all."""
+    answer comes back (as an absent optional field: left out, never '') — the test above gets the
+    price only by waiting; a page without scripts is not waited for at all."""
     sh = await _deals(make_stagehand, server, LATE, "blank-short.html", dom_settle_timeout=1.0)
-    assert await sh.extract("the price of the Late offer", OPTIONAL_PRICE) == {"price": ""}
+    assert await sh.extract("the price of the Late offer", OPTIONAL_PRICE) == {}
     with server.route("/blank-static.html", lambda req: Response.html("<h1>Deals</h1><p>No offers today.</p>")):
         await sh.page.goto(server.url("blank-static.html"))
     with capture_requests() as calls:
-        assert await sh.extract("the price of the Late offer", OPTIONAL_PRICE) == {"price": ""}
+        assert await sh.extract("the price of the Late offer", OPTIONAL_PRICE) == {}
     assert len(calls) == 1
 
 
