@@ -57,7 +57,9 @@ async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server
         await model.aclose()
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 29 item 3): the embedded 1.5B model answers 'yes' but quotes "
+# Not strict: the page's fence nonce changes the prompt's tokens from run to run, so a small model's pick
+# of the evidence line can change too; an XPASS in the report says it got it right that time.
+@pytest.mark.xfail(strict=False, reason="known gap (issue 29 item 3): the embedded 1.5B model answers 'yes' but quotes "
                    "the 'button: Add to cart' line as evidence, not 'Cart: 2 items' (measured 18:29; with the verdict "
                    "asked first it answered 'no' with no line). The scripted tests hold the contract; the choice of "
                    "the evidence line by a small model does not yet")
