@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._secrets import Secret
-from .llm._usage import Usage
+from ._usage import Usage
 
 __all__ = [
     "Action",

@@ -17,9 +17,9 @@ from typing import Any
 import anthropic
 
 from ..._prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
+from ..._usage import Usage
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from .._request import ANTHROPIC_COMPUTER_BETAS, ComputerTool, LLMRequest, ModelResponse
-from .._usage import Usage
 from ._common import HTTPProviderModel, add_turn, malformed_response_error, unsupported_tool_error
 
 __all__ = ["AnthropicModel"]

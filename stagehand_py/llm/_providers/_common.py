@@ -21,11 +21,11 @@ from ..._errors import (
     ServerError,
     StagehandError,
 )
+from ..._usage import Usage
 from .._hooks import active_transport
 from .._messages import ImagePart, ToolResultPart
 from .._profiles import Profile
 from .._request import LLMRequest, ModelResponse, estimate_input_tokens
-from .._usage import Usage
 
 __all__ = [
     "HTTPProviderModel",

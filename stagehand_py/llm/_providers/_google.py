@@ -20,10 +20,10 @@ from google.genai import types as genai_types
 
 from ..._errors import AuthenticationError, ProviderError
 from ..._prompts.llm import OUTPUT_TOOL_DESCRIPTION, prompted_json_instructions
+from ..._usage import Usage
 from ..._util._schema import inline_refs
 from .._messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCallPart, ToolMessage, UserMessage
 from .._request import LLMRequest, ModelResponse
-from .._usage import Usage
 from ._common import HTTPProviderModel, add_turn, malformed_response_error, status_error, unsupported_tool_error
 
 __all__ = ["GoogleModel", "gemini_schema", "GEMINI_API_VERSION"]

@@ -48,10 +48,10 @@ from typing import Any
 
 from ..._errors import BadRequestError, ConfigurationError, InvalidArgumentError, ProviderError
 from ..._prompts.llm import prompted_json_instructions
+from ..._usage import Usage
 from .._messages import ImagePart
 from .._profiles import Profile, default_profile
 from .._request import LLMRequest, ModelResponse, estimate_input_tokens
-from .._usage import Usage
 from ._common import timeout_error
 
 __all__ = [
