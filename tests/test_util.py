@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from stagehand_py import InvalidSchemaError
 from stagehand_py._cache import ActionCache
-from stagehand_py._operations.extract import merge, to_wire_schema
+from stagehand_py._operations._extract_schema import merge, to_wire_schema
 from stagehand_py._util import (
     deep_merge,
     deref,

@@ -34,7 +34,7 @@ from .._types import Action, ActResult, VariableValue
 from ._answers import check_elements
 from ._context import OperationContext
 from ._identity import identity_in, identity_matches, remember
-from ._pipeline import ask_parts, read_page, settle, split_page
+from ._pipeline import Question, ask_parts, read_page, settle, split_page
 
 __all__ = ["cached_actions_valid", "heal", "probe_timeout", "replay", "run_action", "run_checked"]
 
@@ -129,7 +129,7 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
 
     parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=f"{action.description} {' '.join(action.arguments)}",
                        choice=client.choice_mode)
-    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="heal", check=check,
+    answers = await ask_parts(ctx, page, parts, Question(prompt, ObserveAnswer, check), purpose="heal",
                               done=lambda found: True, limit=1, elements=True, instruction=action.description)
     found = answers[0] if answers else []
     if not found:

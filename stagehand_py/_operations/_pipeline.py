@@ -8,11 +8,12 @@ the same steps, written here once:
 2. :func:`split_page`: the chunk budget (token budget minus the fixed prompt, the schema and
    the re-ask reserve), the outline whole when it fits, else its chunks, ranked by relevance
    to the instruction (page order without one);
-3. :func:`ask_parts`: per chunk the page's fence (one per page, so that consecutive requests
-   share their prefix: see :mod:`stagehand_py._prompts.common`), the caller's prompt, an optional screenshot
-   (vision, see :mod:`._vision`), choice mode for element questions when the client asks for
-   it (:mod:`._choice`), and one structured answer that also passes the caller's ``check``
-   (the LLM client's single re-ask loop), until the caller is done;
+3. :func:`ask_parts` (:func:`ask_part` for one chunk): the caller's :class:`Question` asked per
+   chunk with the page's fence (one per page, so that consecutive requests share their prefix:
+   see :mod:`stagehand_py._prompts.common`), an optional screenshot (vision, see
+   :mod:`._vision`), choice mode for element questions when the client asks for it
+   (:mod:`._choice`), and one structured answer that also passes the question's ``check`` (the
+   LLM client's single re-ask loop), until the caller is done;
 4. :func:`look`: when that found nothing (no element, required data still empty) and the page
    can still change by itself (loading, recently mutated or fetching: for up to
    ``dom_settle_timeout`` seconds; young and scripted: until it is that old; see
@@ -43,8 +44,8 @@ from ._context import OperationContext
 from ._relevance import rank_chunks
 from ._vision import VisionMode, plan_requests, with_annotated_screenshot
 
-__all__ = ["Looked", "PageParts", "PageRead", "Prompt", "ask", "ask_parts", "look", "new_lines", "read_page", "settle",
-           "split_page"]
+__all__ = ["Looked", "PageParts", "PageRead", "Prompt", "Question", "ask", "ask_part", "ask_parts", "look", "new_lines", "read_page",
+           "settle", "split_page"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -55,6 +56,19 @@ R = TypeVar("R")
 #: it is (``(n, of)``; None when the page goes whole).
 Prompt: TypeAlias = Callable[[Fence, str, "tuple[int, int] | None"], tuple[str, str]]
 Check: TypeAlias = Callable[[Any], tuple[list[str], T]]
+
+
+@dataclass(frozen=True)
+class Question(Generic[T]):
+    """What an operation asks about a part of the page: the words (``prompt``), the shape of the
+    answer (``output``: a pydantic class or a JSON Schema) and what makes an answer good beyond its
+    shape (``check``: the problems sent back to the model, and the value a good answer makes)."""
+
+    prompt: Prompt
+    output: type[BaseModel] | dict[str, Any]
+    check: Check[T]
+
+
 #: What a budget is measured with: a part number as wide as any real one.
 _SAMPLE_PART = (99, 99)
 
@@ -208,40 +222,51 @@ async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel]
     return made[-1]
 
 
-async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, prompt: Prompt,
-                    output: type[BaseModel] | dict[str, Any], purpose: str, check: Check[T],
-                    done: Callable[[T], bool], limit: int | None = None, vision: VisionMode = False,
-                    sees: bool = False, images: Sequence[ImagePart] = (), elements: bool = False,
-                    instruction: str | None = None) -> list[T]:
-    """Ask about the parts in order (at most ``limit``) until ``done(answer)``; the answers.
+async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chunk: OutlineChunk, question: Question[T], *,
+                   purpose: str, with_image: bool = False, images: Sequence[ImagePart] = (), elements: bool = False,
+                   instruction: str | None = None) -> T | None:
+    """``question`` asked about one ``chunk`` of the page: the answer that passed its check.
 
-    ``vision``/``sees`` plan screenshots (:func:`._vision.plan_requests`); ``images`` go with
-    every request (extract's page screenshot). ``elements``: the answer is an element question
-    (``ObserveAnswer``/``ActAnswer`` and ``check`` returning a list), asked in choice mode when
-    the client wants it; ``instruction`` then ranks the choices when they must be cut.
+    ``with_image`` adds the annotated screenshot; ``images`` go with the request as given
+    (extract's page screenshot). ``elements``: an element question (``ObserveAnswer``/``ActAnswer``
+    and a check returning a list), asked in choice mode when the client wants it, ``instruction``
+    then ranking the choices when they must be cut; None when the part has no element to choose.
     """
     client = ctx.get_client()
+    fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
+    system, user = question.prompt(fence, chunk.text, parts.part(chunk))
+    shots = list(images)
+    if with_image:
+        system, user, shots = await with_annotated_screenshot(
+            ctx.page, page.snapshot, system, user, fence, redact=lambda line: redact(ctx.known_variables, line),
+            variables=ctx.known_variables)
+    output, check = question.output, question.check
+    if elements and client.choice_mode and isinstance(output, type):
+        choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
+                           check=check, instruction=instruction)
+        if choice is None:
+            logger.info("%s: no actionable element in part %d of %d; nothing to choose", purpose, chunk.index + 1,
+                        parts.total)
+            return None
+        user, output, check = choice.user, choice.output, choice.check
+    return await ask(client, system, user, output, purpose=purpose, secrets=ctx.secrets(), check=check, images=shots)
+
+
+async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, question: Question[T], *, purpose: str,
+                    done: Callable[[T], bool], limit: int | None = None, vision: VisionMode = False,
+                    sees: bool = False, elements: bool = False, instruction: str | None = None) -> list[T]:
+    """``question`` about the parts in order (at most ``limit``) until ``done(answer)``; the answers.
+
+    ``vision``/``sees`` plan screenshots (:func:`._vision.plan_requests`); ``elements`` and
+    ``instruction`` as for :func:`ask_part`.
+    """
     chunks = parts.chunks[:limit] if limit is not None else parts.chunks
     answers: list[T] = []
     for chunk, with_image in plan_requests(chunks, vision, confidence=page.snapshot.dom_confidence, sees=sees):
-        fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
-        system, user = prompt(fence, chunk.text, parts.part(chunk))
-        shots = list(images)
-        if with_image:
-            system, user, shots = await with_annotated_screenshot(
-                ctx.page, page.snapshot, system, user, fence, redact=lambda line: redact(ctx.known_variables, line),
-                variables=ctx.known_variables)
-        question, answer_output, answer_check = user, output, check
-        if elements and client.choice_mode and isinstance(output, type):
-            choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
-                               check=check, instruction=instruction)
-            if choice is None:
-                logger.info("%s: no actionable element in part %d of %d; nothing to choose", purpose, chunk.index + 1,
-                            parts.total)
-                continue
-            question, answer_output, answer_check = choice.user, choice.output, choice.check
-        answer = await ask(client, system, question, answer_output, purpose=purpose, secrets=ctx.secrets(),
-                           check=answer_check, images=shots)
+        answer = await ask_part(ctx, page, parts, chunk, question, purpose=purpose, with_image=with_image,
+                                elements=elements, instruction=instruction)
+        if answer is None:
+            continue
         answers.append(answer)
         if done(answer):
             break

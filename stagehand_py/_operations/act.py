@@ -27,7 +27,7 @@ from ._answers import VALUE_ARGUMENTS, check_elements
 from ._context import OperationContext
 from ._heal import replay, run_action, run_checked
 from ._identity import remember
-from ._pipeline import PageRead, ask_parts, look, new_lines, read_page, split_page
+from ._pipeline import PageRead, Question, ask_parts, look, new_lines, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
 from .observe import MAX_PARTS
 
@@ -80,7 +80,7 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode,
                        elements=True)
-    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
+    answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
                               done=bool, limit=MAX_PARTS, vision=vision, sees=sees, elements=True,
                               instruction=instruction)
     if not answers or not answers[-1]:
@@ -120,7 +120,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
         return problems, found
 
     parts = split_page(ctx, appeared, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode)
-    answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
+    answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
                               done=lambda found: True, limit=1, elements=True, instruction=instruction)
     found = answers[0][:1] if answers else []
     remember(ctx, page.snapshot, found)

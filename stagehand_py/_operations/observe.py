@@ -27,7 +27,7 @@ from ._answers import check_elements
 from ._context import OperationContext
 from ._heal import cached_actions_valid
 from ._identity import identity_in, remember
-from ._pipeline import PageRead, ask_parts, look, read_page, split_page
+from ._pipeline import PageRead, Question, ask_parts, look, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
 
 __all__ = ["MAX_PARTS", "observe"]
@@ -73,8 +73,8 @@ async def observe(
         parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode,
                            elements=True)
         answers = await ask_parts(
-            ctx, page, parts, prompt=prompt, output=ObserveAnswer, purpose="observe",
-            check=lambda out: check_elements(out.elements, page.snapshot, variables, missing_values=True), done=bool,
+            ctx, page, parts, Question(prompt, ObserveAnswer, lambda out: check_elements(
+                out.elements, page.snapshot, variables, missing_values=True)), purpose="observe", done=bool,
             limit=MAX_PARTS, vision=vision, sees=sees, elements=True, instruction=instruction,
         )
         logger.info("observe %r: %d action(s) from %d part(s)", text, len(answers[-1]) if answers else 0, parts.total)
