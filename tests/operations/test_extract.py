@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 import pytest
 from _server import Response
@@ -182,3 +183,44 @@ async def test_schema_problems_speak_the_clients_path_language(page, server):
             await sh.extract("the answer", schema)
     with pytest.raises(InvalidSchemaError, match=r"extract\(schema=\.\.\.\) is not a valid JSON Schema"):
         await sh.extract("x", {"type": "no-such-type"})
+
+
+class Judged(BaseModel):
+    """Counts how often the caller's schema judges an answer (its validator runs once a judgement)."""
+
+    judged: ClassVar[list[str]] = []
+    answer: str
+
+    @field_validator("answer")
+    @classmethod
+    def count(cls, value: str) -> str:
+        cls.judged.append(value)
+        return value
+
+
+async def test_the_answer_is_judged_by_the_schema_once(make_stagehand, server):
+    """One model answer, one judgement by the caller's schema: on a page read whole (the check that
+    could re-ask is the judgement kept for the result) and on a long page (the merge is judged once,
+    the parts not at all)."""
+    sh = await make_stagehand(model=FunctionLLM(lambda r: {"data": {"answer": "42"}, "instruction_satisfied": True}))
+    await sh.page.goto(server.url("products.html"))
+    Judged.judged.clear()
+    assert await sh.extract("the answer", Judged) == Judged.model_construct(answer="42")
+    assert Judged.judged == ["42"]
+
+    asked: list[str] = []
+
+    def by_part(request):
+        part = re.search(r"Page outline \(part (\d+) of \d+", first_user(request))
+        assert part, "a long page is sent in parts"
+        second = len(asked) == 1
+        asked.append(part.group(1))
+        return {"data": {"answer": f"part {part.group(1)}"} if second else {}, "instruction_satisfied": second}
+
+    with server.route("/big4.html", lambda req: Response.html(_big_page(300))):
+        sh = await make_stagehand(model=FunctionLLM(by_part), token_budget=2_000)
+        await sh.page.goto(server.url("big4.html"))
+        Judged.judged.clear()
+        with capture_requests() as calls:
+            result = await sh.extract("the answer", Judged)
+    assert len(calls) == 2 and result.answer == f"part {asked[1]}" and Judged.judged == [result.answer]
