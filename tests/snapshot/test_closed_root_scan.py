@@ -17,13 +17,13 @@ from .conftest import load
 def scans(monkeypatch) -> list[int]:
     """Counts the engine's closed-root scans (one per CDP target looked into)."""
     calls: list[int] = []
-    real = _capture._get_tree
+    real = _capture.full_dom_tree
 
     async def counting(session, **kwargs):
         calls.append(1)
         return await real(session, **kwargs)
 
-    monkeypatch.setattr(_capture, "_get_tree", counting)
+    monkeypatch.setattr(_capture, "full_dom_tree", counting)
     return calls
 
 
