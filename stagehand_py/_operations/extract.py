@@ -17,6 +17,9 @@
 - When required fields stay empty, or every field is (only blank strings and nulls), while the
   page is still changing (late content), the page is read again as it changes, up to
   ``dom_settle_timeout`` (:func:`._pipeline.look`).
+- The data is judged by the caller's schema once per reading: a page read whole by the check
+  that may re-ask the model, a page read in parts once its answers are merged. The schema
+  walkers are in :mod:`._extract_schema`; each part is asked a :class:`._pipeline.Question`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -120,11 +124,12 @@ def _prompt(target: _Target, earlier: str | None, screenshot_note: str, fence: F
             extract_user(target.instruction, outline, fence, part=part, earlier=earlier))
 
 
-def _check(target: _Target, page: PageRead, whole: bool, out: dict[str, Any]) -> tuple[list[str], _PartAnswer]:
+def _check(target: _Target, lookup: Callable[[str], str | None], whole: bool,
+           out: dict[str, Any]) -> tuple[list[str], _PartAnswer]:
     """A part's answer as data; URL fields that name no link of the page, or (for a page read
     whole) data that does not fit the schema, are problems sent back to the model."""
     problems: list[str] = []
-    data = map_urls(out["data"], target.schema, target.schema, link_lookup(page.snapshot), problems)
+    data = map_urls(out["data"], target.schema, target.schema, lookup, problems)
     if problems:
         return problems, _PartAnswer(None, False)
     data = absent_as_none(data, target.schema, target.schema)
@@ -155,7 +160,7 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
                        rank_by=target.instruction, hints="" if target.free_text else schema_words(target.schema),
                        extra_reserve=reserve + 30)
     wire = to_wire_schema(target.schema, partial=parts.total > 1)
-    check = partial(_check, target, page, parts.total == 1)
+    check = partial(_check, target, link_lookup(page.snapshot), parts.total == 1)
     # Part index -> what it gave; merged in page order, whatever order the parts were asked in.
     given: dict[int, _PartAnswer] = {}
     merged: Any = None
