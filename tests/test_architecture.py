@@ -84,3 +84,28 @@ def test_the_public_types_do_not_import_the_model_client() -> None:
 
     assert "llm" not in folder_graph()["_types"]
     assert _types.Usage is llm.Usage
+
+
+#: A module a maintainer can read in one sitting; longer ones are split into cohesive private parts.
+MAX_MODULE_LINES = 600
+#: Modules still over the limit (each a debt; remove it here once it is split).
+OVER_THE_LIMIT = {"_stagehand.py"}
+
+
+def long_modules(package: Path, limit: int) -> set[str]:
+    return {str(path.relative_to(package)) for path in package.rglob("*.py")
+            if len(path.read_text(encoding="utf-8").splitlines()) > limit}
+
+
+def test_no_module_is_over_600_lines() -> None:
+    from test_import_graph import PACKAGE
+
+    found = long_modules(PACKAGE, MAX_MODULE_LINES)
+    assert sorted(found - OVER_THE_LIMIT) == [], "split these into cohesive private modules"
+    assert sorted(OVER_THE_LIMIT - found) == [], "no longer over the limit: remove it from OVER_THE_LIMIT"
+
+
+def test_the_control_a_long_module_is_found(tmp_path: Path) -> None:
+    (tmp_path / "short.py").write_text("x = 1\n" * 3)
+    (tmp_path / "long.py").write_text("x = 1\n" * 4)
+    assert long_modules(tmp_path, 3) == {"long.py"}
