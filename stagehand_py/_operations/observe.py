@@ -72,11 +72,10 @@ async def observe(
     async def attempt(page: PageRead) -> list[Action]:
         parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode,
                            elements=True)
-        answers = await ask_parts(
-            ctx, page, parts, Question(prompt, ObserveAnswer, lambda out: check_elements(
-                out.elements, page.snapshot, variables, missing_values=True)), purpose="observe", done=bool,
-            limit=MAX_PARTS, vision=vision, sees=sees, elements=True, instruction=instruction,
-        )
+        question = Question(prompt, ObserveAnswer,
+                            lambda out: check_elements(out.elements, page.snapshot, variables, missing_values=True))
+        answers = await ask_parts(ctx, page, parts, question, purpose="observe", done=bool, limit=MAX_PARTS,
+                                  vision=vision, sees=sees, elements=True, instruction=instruction)
         logger.info("observe %r: %d action(s) from %d part(s)", text, len(answers[-1]) if answers else 0, parts.total)
         return answers[-1] if answers else []
 
