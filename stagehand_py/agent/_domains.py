@@ -290,8 +290,13 @@ class DomainGuard:
     def _on_rules_removed(self, event: dict[str, Any]) -> None:
         if event.get("name") != speculation.BINDING:
             return
-        for action, url in speculation.speculation_targets(str(event.get("payload", ""))):
+        # Every rule set is removed, also one that lists allowed addresses only: the browser follows
+        # a prefetch's redirects itself, unchecked. Addresses outside the allowlist are recorded.
+        targets = speculation.speculation_targets(str(event.get("payload", "")))
+        for action, url in targets:
             self._record_speculation(url, action)
+        logger.info("allowed_domains: removed a speculation rule set asking for %s",
+                    self._redact(", ".join(url for _, url in targets) or "no listed address"))
 
     def _on_speculation(self, event: dict[str, Any], what: str) -> None:
         url = str(event.get("prefetchUrl") or event.get("key", {}).get("url") or "")

@@ -226,6 +226,31 @@ async def test_a_speculative_prefetch_never_reaches_another_host(page, server, c
             assert guard.blocked == []
 
 
+@pytest.mark.parametrize("how", ["guarded", "control-without-remover"])
+async def test_a_prefetch_of_an_allowed_address_redirecting_elsewhere_never_arrives(page, server, cross_server, hostile,
+                                                                                  hops, monkeypatch, how: str) -> None:
+    """The browser follows a prefetch's redirects itself: an allowed address that answers 302 to
+    the hostile host is as good as the hostile address (measured: without the remover it arrives
+    and nothing is recorded)."""
+    rules = json.dumps({"prefetch": [{"source": "list", "urls": [hops["chain"](1, cross_server.url("steal"))]}]})
+    page_html = f"<!doctype html><title>Speculation</title><script type='speculationrules'>{rules}</script>"
+    with server.route("/allowed-rules", lambda req: Response.html(page_html)):
+        guard = await _speculation_guard(page, server, how, monkeypatch)
+        try:
+            await page.goto(server.url("allowed-rules"))
+            for _ in range(60):
+                if hostile:
+                    break
+                await page.wait_for_timeout(250)
+        finally:
+            await guard.uninstall()
+    if how == "guarded":
+        assert hostile == []
+        assert await page.locator("script[type=speculationrules]").count() == 0  # removed, not sent
+    else:
+        assert hostile == ["/steal"]  # the control: the prefetch's redirect reached the hostile host
+
+
 async def test_the_page_keeps_its_rules_once_the_guard_is_gone(page, server, speculation_site) -> None:
     url, _ = speculation_site("inline")
     guard = await _guard(page, server, "guarded")
@@ -235,6 +260,19 @@ async def test_the_page_keeps_its_rules_once_the_guard_is_gone(page, server, spe
                            s.text = rules; document.head.append(s); }""",
                         json.dumps({"prefetch": [{"source": "list", "urls": ["/index.html"]}]}))
     assert await page.locator("script[type=speculationrules]").count() == 1
+
+
+@pytest.mark.parametrize("delivery", list(UNREACHED))
+async def test_rules_the_remover_cannot_reach_are_recorded(page, server, cross_server, speculation_site,
+                                                          delivery: str) -> None:
+    url, hits = speculation_site(delivery)
+    guard = await _guard(page, server, "guarded")
+    try:
+        await _speculate(page, url, hits, guard, until_recorded=False)
+    finally:
+        await guard.uninstall()
+    recorded = {(b.kind, b.resource_type, b.url) for b in guard.blocked}
+    assert ("speculation", "prefetch", cross_server.url("dyn?v=prefetch")) in recorded
 
 
 @pytest.mark.parametrize("delivery", list(UNREACHED))
