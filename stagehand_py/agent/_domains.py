@@ -111,7 +111,7 @@ class DomainGuard:
         self._popup_blocked = False
         self._hops: Any = None  # the browser-level DevTools session that checks each redirect hop
         self._hops_per_page = False  # no browser-level session: each page's session checks them
-        self._page_sessions: dict[Any, Any] = {}  # page -> its DevTools session (speculative loads)
+        self._page_sessions: dict[Any, Any] = {}  # page -> its DevTools session (speculation; hops if per page)
         self._pending: set[asyncio.Task[None]] = set()
         self._context_id: str | None = None  # this context's DevTools id, to tell its requests from others'
         self._main_frame_id = ""
@@ -183,21 +183,24 @@ class DomainGuard:
 
     async def _watch_redirect_hops(self) -> None:
         try:
-            session = await self._new_browser_session()
-            await self._intercept(session)
+            self._hops = await self._new_browser_session()  # set first: _is_ours tells its events by it
+            await self._intercept(self._hops)
         except Exception as exc:
+            self._hops = None
             # Each page's own session pauses that page's requests instead (its same-process frames'
             # included; an out-of-process frame's subresources are on the frame's own target).
             logger.warning("allowed_domains: cannot check redirect hops at the browser level (%s); checking them on "
                            "each page's own DevTools session instead", exc)
             self._hops_per_page = True
-            for page_session in list(self._page_sessions.values()):
-                await self._intercept(page_session)
-            return
-        self._hops = session
+            for page, page_session in list(self._page_sessions.items()):
+                try:
+                    await self._intercept(page_session)
+                except Exception as page_exc:  # the page closed meanwhile
+                    logger.warning("allowed_domains: cannot check redirect hops on %s: %s", self._redact(page.url),
+                                   self._redact(str(page_exc)))
 
     async def _new_browser_session(self) -> Any:
-        browser = self._context.browser  # a persistent context has one too (Playwright >= 1.4x)
+        browser = self._context.browser  # a persistent context has one too (measured: Playwright 1.65)
         if browser is None:
             raise RuntimeError("the context has no browser object")
         return await browser.new_browser_cdp_session()
@@ -262,7 +265,7 @@ class DomainGuard:
         self._frames = frames
         return frame_id in frames
 
-    # --- speculative loads: prerendering off, every attempt recorded ------------------------
+    # --- each page: speculation rules removed, prerendering off, attempts recorded -----------
 
     async def _watch_page(self, page: Any) -> None:
         if page in self._page_sessions or page.is_closed():

@@ -138,6 +138,9 @@ DELIVERIES = {
                        " s.text = {rules_js}; document.head.append(s);</script>",
     "document-write": "<script>document.write(\"<script type='speculationrules'>\" + {rules_js} + '</' + 'script>');"
                       "</script>",
+    "document-open": "<script>onload = () => setTimeout(() => {{ document.open(); document.write("
+                     "\"<title>Speculation</title><script type='speculationrules'>\" + {rules_js} + '</' + 'script>');"
+                     " document.close(); }}, 100);</script>",
     "header": "",  # the Speculation-Rules response header names /rules.json
 }
 # Deliveries the guard records but cannot stop (docs/security.md).
