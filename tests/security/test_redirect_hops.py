@@ -141,6 +141,7 @@ DELIVERIES = {
     "document-open": "<script>onload = () => setTimeout(() => {{ document.open(); document.write("
                      "\"<title>Speculation</title><script type='speculationrules'>\" + {rules_js} + '</' + 'script>');"
                      " document.close(); }}, 100);</script>",
+    "svg-script": "<svg><script type='speculationrules'>{rules}</script></svg>",
     "header": "",  # the Speculation-Rules response header names /rules.json
 }
 # Deliveries the guard records but cannot stop (docs/security.md).
