@@ -16,18 +16,21 @@ each later hop of a chain included, with its URL resolved by Chromium itself: on
 from a frame of the guarded context fails before it is sent, for navigations, frames,
 subresources and ``fetch`` alike, and is recorded. Requests with no frame (a service worker's)
 are held to the allowlist too, whichever context they belong to, while a guard is installed.
-Where no browser session can be had (a persistent context) later hops are unchecked, and a
-warning says so. Responses pass through the route buffered (a streamed response arrives whole);
-a ``page.route`` the caller installed still runs first; a ``context.route`` installed before the
-guard no longer sees allowed requests.
+Persistent contexts have a browser object too (Playwright 1.65); where no browser-level session
+can be had, each page's own session intercepts its requests instead (a warning says so).
+Responses pass through the route buffered (a streamed response arrives whole); a ``page.route``
+the caller installed still runs first; a ``context.route`` installed before the guard no longer
+sees allowed requests.
 
 Speculative loads: ``<script type="speculationrules">`` prefetches and prerenders, and
 ``<link rel=prerender>``, are made by the browser outside every route. Prerendering is switched
-off for each page of the guarded context (``Page.setPrerenderingAllowed``), so no page of another
-host runs; each prefetch or prerender the page asks for is recorded (``Preload`` events,
-``kind="speculation"``). The prefetch request itself (a prerender starts with one) still leaves:
-Chromium sends it from the browser process, where neither routes nor DevTools interception can
-stop it, and no per-context switch exists (a known gap, docs/security.md).
+off for each page of the guarded context (``Page.setPrerenderingAllowed``), and every rule set is
+removed from the page before it reaches the browser, in an isolated world, and a
+``Speculation-Rules`` response header is taken out (see ``_speculation``); each address a rule
+set asked for outside the allowlist is recorded (``kind="speculation"``). Rule sets the remover
+cannot reach (inside a shadow root, or written by an opener into a new window's first document)
+are recorded from the browser's ``Preload`` events; their prefetch still leaves (a known gap,
+docs/security.md).
 
 Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
 ``"127.0.0.1:8080"`` (host and port), ``"https://*.example.com"`` (scheme too). ``data:``,
@@ -44,6 +47,7 @@ from typing import Any
 
 from .._errors import InvalidArgumentError
 from .._util import normal_host, resolve_url, url_parts
+from . import _speculation as speculation
 from ._types import BlockedRequest
 
 __all__ = ["DomainGuard", "url_allowed"]
@@ -106,7 +110,8 @@ class DomainGuard:
         self._popups: list[Any] = []
         self._popup_blocked = False
         self._hops: Any = None  # the browser-level DevTools session that checks each redirect hop
-        self._page_sessions: dict[Any, Any] = {}  # page -> its DevTools session (speculative loads)
+        self._hops_per_page = False  # no browser-level session: each page's session checks them
+        self._page_sessions: dict[Any, Any] = {}  # page -> its DevTools session (speculation; hops if per page)
         self._pending: set[asyncio.Task[None]] = set()
         self._context_id: str | None = None  # this context's DevTools id, to tell its requests from others'
         self._main_frame_id = ""
@@ -119,7 +124,7 @@ class DomainGuard:
     async def install(self) -> None:
         self._installed = True
         for page in self._context.pages:
-            await self._watch_speculation(page)
+            await self._watch_page(page)
         main = self._page_sessions.get(self._main_page)
         if main is not None:
             info = (await main.send("Target.getTargetInfo"))["targetInfo"]
@@ -177,18 +182,32 @@ class DomainGuard:
     # --- redirect hops, checked where Chromium follows them ---------------------------------
 
     async def _watch_redirect_hops(self) -> None:
-        browser = self._context.browser
         try:
-            if browser is None:
-                raise RuntimeError("the context has no browser object (a persistent context)")
-            session = await browser.new_browser_cdp_session()
-            session.on("Fetch.requestPaused", lambda event: self._on_paused(session, event))
-            await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+            self._hops = await self._new_browser_session()  # set first: _is_ours tells its events by it
+            await self._intercept(self._hops)
         except Exception as exc:
-            logger.warning("allowed_domains: cannot check redirect hops at the browser level (%s); only the first "
-                           "hop of a redirect chain is checked", exc)
-            return
-        self._hops = session
+            self._hops = None
+            # Each page's own session pauses that page's requests instead (its same-process frames'
+            # included; an out-of-process frame's subresources are on the frame's own target).
+            logger.warning("allowed_domains: cannot check redirect hops at the browser level (%s); checking them on "
+                           "each page's own DevTools session instead", exc)
+            self._hops_per_page = True
+            for page, page_session in list(self._page_sessions.items()):
+                try:
+                    await self._intercept(page_session)
+                except Exception as page_exc:  # the page closed meanwhile
+                    logger.warning("allowed_domains: cannot check redirect hops on %s: %s", self._redact(page.url),
+                                   self._redact(str(page_exc)))
+
+    async def _new_browser_session(self) -> Any:
+        browser = self._context.browser  # a persistent context has one too (measured: Playwright 1.65)
+        if browser is None:
+            raise RuntimeError("the context has no browser object")
+        return await browser.new_browser_cdp_session()
+
+    async def _intercept(self, session: Any) -> None:
+        session.on("Fetch.requestPaused", lambda event: self._on_paused(session, event))
+        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
 
     def _on_paused(self, session: Any, event: dict[str, Any]) -> None:
         self._later(self._decide_hop(session, event))
@@ -221,8 +240,9 @@ class DomainGuard:
     async def _is_ours(self, session: Any, frame_id: str) -> bool:
         """Whether ``frame_id`` is a frame of this guard's context (the browser-level session sees
         every context). Looked up only for requests to another host; a request with no frame (a
-        service worker's) counts as ours: blocking it is the safe side."""
-        if not frame_id or self._context_id is None or frame_id in self._frames:
+        service worker's) counts as ours: blocking it is the safe side. A page's own session sees
+        that page's requests only."""
+        if session is not self._hops or not frame_id or self._context_id is None or frame_id in self._frames:
             return True
         targets = (await session.send("Target.getTargets")).get("targetInfos", [])
         ours = [t for t in targets if t.get("browserContextId") == self._context_id]
@@ -245,9 +265,9 @@ class DomainGuard:
         self._frames = frames
         return frame_id in frames
 
-    # --- speculative loads: prerendering off, every attempt recorded ------------------------
+    # --- each page: speculation rules removed, prerendering off, attempts recorded -----------
 
-    async def _watch_speculation(self, page: Any) -> None:
+    async def _watch_page(self, page: Any) -> None:
         if page in self._page_sessions or page.is_closed():
             return
         try:
@@ -255,25 +275,59 @@ class DomainGuard:
             self._page_sessions[page] = session
             session.on("Preload.prefetchStatusUpdated", lambda e: self._on_speculation(e, "prefetch"))
             session.on("Preload.prerenderStatusUpdated", lambda e: self._on_speculation(e, "prerender"))
+            session.on("Runtime.bindingCalled", self._on_rules_removed)
             await session.send("Page.enable")
             await session.send("Page.setPrerenderingAllowed", {"isAllowed": False})
+            await session.send("Runtime.enable")  # a binding reaches an isolated world only with Runtime on
+            await session.send("Runtime.addBinding", {"name": speculation.BINDING, "executionContextName": speculation.WORLD})
+            await session.send("Page.addScriptToEvaluateOnNewDocument", {
+                "source": speculation.REMOVER_SOURCE, "worldName": speculation.WORLD, "runImmediately": True})
             await session.send("Preload.enable")
+            self._tabs.add(str((await session.send("Target.getTargetInfo"))["targetInfo"].get("targetId", "")))
+            if self._hops_per_page:
+                await self._intercept(session)
         except Exception as exc:  # a page closing meanwhile, or a browser without these commands
-            logger.warning("allowed_domains: cannot switch off speculative loads on %s: %s",
+            logger.warning("allowed_domains: cannot watch the page %s (speculative loads, redirect hops): %s",
                            self._redact(page.url), self._redact(str(exc)))
+
+    def _on_rules_removed(self, event: dict[str, Any]) -> None:
+        if event.get("name") != speculation.BINDING:
+            return
+        # Every rule set is removed, also one that lists allowed addresses only: the browser follows
+        # a prefetch's redirects itself, unchecked. Addresses outside the allowlist are recorded.
+        targets = speculation.speculation_targets(str(event.get("payload", "")))
+        for action, url in targets:
+            self._record_speculation(url, action)
+        logger.info("allowed_domains: removed a speculation rule set asking for %s",
+                    self._redact(", ".join(url for _, url in targets) or "no listed address"))
 
     def _on_speculation(self, event: dict[str, Any], what: str) -> None:
         url = str(event.get("prefetchUrl") or event.get("key", {}).get("url") or "")
+        if self._record_speculation(url, what):
+            # A rule set the remover could not reach (docs/security.md): prerendering is refused,
+            # but Chromium sends the prefetch (a prerender begins with one) from the browser
+            # process, where no route or DevTools interception of this guard can stop it.
+            logger.warning("allowed_domains: the page asked the browser to %s %s, outside the allowlist, with rules "
+                           "the guard could not remove; the prerender is refused but a prefetch request cannot be "
+                           "stopped", what, self._redact(url))
+
+    def _record_speculation(self, url: str, what: str) -> bool:
+        """Record a speculative load to another host once per address; whether it was new."""
         if not url or self.allows(url) or any(b.url == url and b.kind == "speculation" for b in self.blocked):
-            return  # recorded once per address
-        # Recorded, and said plainly: prerendering is refused, but Chromium sends the prefetch
-        # (a prerender begins with one) from the browser process, where no route or DevTools
-        # interception of this guard can stop it.
+            return False
         self.record(url, "speculation", what)
-        logger.warning("allowed_domains: the page asked the browser to %s %s, outside the allowlist; the prerender is "
-                       "refused but a prefetch request cannot be stopped", what, self._redact(url))
+        return True
 
     async def _stop_watching(self) -> None:
+        for session in self._page_sessions.values():  # a document that outlives the guard keeps its rules again
+            try:
+                tree = await asyncio.wait_for(session.send("Page.getFrameTree"), _FRAME_TREE_TIMEOUT)
+                world = await session.send("Page.createIsolatedWorld", {
+                    "frameId": tree["frameTree"]["frame"]["id"], "worldName": speculation.WORLD})
+                await session.send("Runtime.evaluate", {"expression": speculation.STOP_SOURCE,
+                                                        "contextId": world["executionContextId"]})
+            except Exception as exc:  # the page closed or is navigating away
+                logger.debug("allowed_domains: ending the speculation-rules remover failed: %s", exc)
         sessions = [self._hops, *self._page_sessions.values()]
         self._hops = None
         self._page_sessions.clear()
@@ -304,6 +358,12 @@ class DomainGuard:
             if target is None or not self.allows(target):
                 await self._block(route, request, target or location)
                 return
+        if speculation.RULES_HEADER in response.headers:  # rules the remover never sees: taken out here
+            for rule_set in speculation.header_rule_sets(response.headers[speculation.RULES_HEADER], request.url):
+                self.record(rule_set, "speculation", "speculation-rules header")
+            headers = {k: v for k, v in response.headers.items() if k.lower() != speculation.RULES_HEADER}
+            await route.fulfill(response=response, headers=headers)
+            return
         await route.fulfill(response=response)
 
     async def _block(self, route: Any, request: Any, url: str) -> None:
@@ -325,7 +385,7 @@ class DomainGuard:
     def _on_page(self, page: Any) -> None:
         self._popups.append(page)
         if self._installed:
-            self._later(self._watch_speculation(page))
+            self._later(self._watch_page(page))
 
     async def sweep(self) -> None:
         """Close the tabs that were opened to a blocked address (they show an error or a blank page)."""

@@ -105,8 +105,9 @@ class CheckpointRecord(BaseModel):
 
 class BlockedRequest(BaseModel):
     """A navigation, request or new tab stopped by ``allowed_domains``; ``kind="speculation"`` is a
-    speculative load (speculation rules) to another host the page asked for: prerendering is
-    refused, but the browser's prefetch request itself cannot be stopped (docs/security.md)."""
+    speculative load (speculation rules) to another host the page asked for, refused
+    (``resource_type`` says which: ``prefetch``, ``prerender``, or ``speculation-rules header``
+    with the rule set's address); see docs/security.md for the rule sets it cannot refuse."""
 
     model_config = ConfigDict(frozen=True)
 
