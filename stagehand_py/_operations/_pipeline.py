@@ -220,7 +220,7 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, 
     (``ObserveAnswer``/``ActAnswer`` and ``check`` returning a list), asked in choice mode when
     the client wants it; ``instruction`` then ranks the choices when they must be cut.
     """
-    client = ctx.get_client()
+    client = ctx.model()
     chunks = parts.chunks[:limit] if limit is not None else parts.chunks
     answers: list[T] = []
     for chunk, with_image in plan_requests(chunks, vision, confidence=page.snapshot.dom_confidence, sees=sees):

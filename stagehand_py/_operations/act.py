@@ -78,7 +78,7 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
         opens.append(out.opens_options)
         return check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
 
-    parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode,
+    parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.model().choice_mode,
                        elements=True)
     answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
                               done=bool, limit=MAX_PARTS, vision=vision, sees=sees, elements=True,
@@ -119,7 +119,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
                     "elements; clicking it again would undo that. Choose one of the new elements shown."], []
         return problems, found
 
-    parts = split_page(ctx, appeared, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode)
+    parts = split_page(ctx, appeared, prompt, ActAnswer, rank_by=instruction, choice=ctx.model().choice_mode)
     answers = await ask_parts(ctx, page, parts, prompt=prompt, output=ActAnswer, purpose="act", check=check,
                               done=lambda found: True, limit=1, elements=True, instruction=instruction)
     found = answers[0][:1] if answers else []
@@ -137,7 +137,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
         cached = ctx.cache.load_entry(key)
         if cached is not None and cached.actions:
             return await replay(ctx, key, instruction, cached, variables)
-    client = ctx.get_client()  # a clear ConfigurationError before touching the page
+    client = ctx.model()  # a clear ConfigurationError before touching the page
     if vision is True:
         require_sight(client, "act(vision=True)")
     sees = vision is not False and model_sees(client)

@@ -362,7 +362,7 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
     join_strings = schema is None
     user, model = user_schema(schema) if schema is not None else (copy.deepcopy(_DEFAULT_SCHEMA), None)
     text = instruction or DEFAULT_EXTRACT_INSTRUCTION
-    client = ctx.get_client()
+    client = ctx.model()
     if screenshot:
         require_sight(client, "extract(screenshot=True)")
     images: list[ImagePart] = []
