@@ -10,7 +10,7 @@ import os
 from typing import Any, TypedDict
 
 from ._errors import ConfigurationError
-from .llm import LanguageModel, LLMClient, Metrics, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
+from .llm import LanguageModel, LLMClient, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
 from .llm._policy import ModelChoice, default_model
 
 __all__ = ["LLMOptions", "ModelClients", "ModelSpec"]
@@ -63,10 +63,6 @@ class ModelClients:
     @property
     def has_model(self) -> bool:
         return self.client is not None or self._default_choice is not None
-
-    @property
-    def metrics(self) -> Metrics:
-        return self.client.metrics if self.client is not None else Metrics()
 
     def make(self, model: ModelSpec) -> LLMClient:
         """A client for ``model`` with this Stagehand's options."""

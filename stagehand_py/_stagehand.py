@@ -325,7 +325,8 @@ class Stagehand:
     @property
     def metrics(self) -> Metrics:
         """Model usage of this Stagehand: ``.total`` and ``.by_purpose`` (observe, act, heal, extract)."""
-        return self._models.metrics
+        client = self._models.client
+        return client.metrics if client is not None else Metrics()
 
     async def _install_helpers(self) -> None:
         await self._driven().install_helpers()
@@ -349,7 +350,9 @@ class Stagehand:
         descriptions = placeholder_descriptions(variables) if variables else {}
         if variables:
             self._remember_variables(variables)
-        client, missing_model = self._models.for_call()
+        client, missing_model = self._models.client, ""  # made at construction when a model was given
+        if client is None:
+            client, missing_model = self._models.for_call()
         return OperationContext(
             session=self._driven(),  # the tab driven now, to the end of the call (a popup it opens waits)
             client=client,
@@ -366,8 +369,7 @@ class Stagehand:
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
                    instruction: str | None = None, *, session: PageSession | None = None) -> T:
         """Run a verb on ``session`` (its operation's tab; default: the tab driven now)."""
-        session = session or self._driven()
-        self._check_open()
+        session = session or self._driven()  # a verb's session: made by _context just now, checked open there
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:

@@ -15,7 +15,6 @@ from .._errors import ConfigurationError
 from .._session import PageSession
 from .._types import VariableValue
 from ..llm import LLMClient
-from ..snapshot import Snapshot
 
 __all__ = ["OperationContext"]
 
@@ -42,19 +41,15 @@ class OperationContext:
     variable_descriptions: dict[str, str] = field(default_factory=dict)
     #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
     deadline: float | None = None
+    #: The session's page and identities (selector -> role and name of the element in the
+    #: snapshot each action was chosen from; written to the action cache with the actions), as
+    #: plain fields: the session does not change during the call.
+    page: Page = field(init=False)
+    identities: dict[str, ElementIdentity] = field(init=False)
 
-    @property
-    def page(self) -> Page:
-        return self.session.page
-
-    @property
-    def identities(self) -> dict[str, ElementIdentity]:
-        """selector -> identity (role, name) of the element in the snapshot each action was
-        chosen from, on this call's tab; written to the action cache with the actions."""
-        return self.session.identities
-
-    async def snapshot(self, *, selector: str | None = None, confidence: bool = False) -> Snapshot:
-        return await self.session.snapshot(selector=selector, confidence=confidence)
+    def __post_init__(self) -> None:
+        self.page = self.session.page
+        self.identities = self.session.identities
 
     def model(self) -> LLMClient:
         """The call's model client, or a :class:`ConfigurationError` saying how to configure one."""

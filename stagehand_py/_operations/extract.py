@@ -357,7 +357,7 @@ class _Reading:
 async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None,
                   screenshot: bool = False) -> Any:
     if instruction is None and schema is None:
-        snapshot = await ctx.snapshot(selector=selector)
+        snapshot = await ctx.session.snapshot(selector=selector)
         return {"page_text": snapshot.tree}
     join_strings = schema is None
     user, model = user_schema(schema) if schema is not None else (copy.deepcopy(_DEFAULT_SCHEMA), None)
