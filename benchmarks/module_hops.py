@@ -34,17 +34,22 @@ import json
 import re
 import statistics
 import sys
-import threading
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import FrameType
 from typing import Any
+
+# The tests' loopback server and Chromium flags (this repository's, whichever stagehand_py is measured).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from _browser import launch_chromium  # noqa: E402
+from _server import Response, StaticServer  # noqa: E402
 
 PACKAGE = "stagehand_py"
 FACADE = "stagehand_py._stagehand"
 
-PAGE = b"""<!DOCTYPE html><html><head><title>Shop</title></head><body>
+PAGE = """<!DOCTYPE html><html><head><title>Shop</title></head><body>
 <h1>Products</h1>
 <table><tr><th>Name</th><th>Price</th></tr>
 <tr><td>Desk lamp</td><td>$24.00</td></tr><tr><td>Office chair</td><td>$89.99</td></tr></table>
@@ -109,23 +114,6 @@ class HopCounter:
         self._seen.clear()
 
 
-def _serve() -> tuple[ThreadingHTTPServer, str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(PAGE)))
-            self.end_headers()
-            self.wfile.write(PAGE)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/shop.html"
-
-
 def _model(request: Any) -> dict[str, Any]:
     """The scripted model: extract's data, act's "Sign in" button."""
     from stagehand_py.llm._messages import message_text
@@ -145,14 +133,14 @@ async def _measure(kind: str, runs: int) -> dict[str, list[Count]]:
     from stagehand_py import Stagehand
     from stagehand_py.testing import FunctionLLM
 
-    server, url = _serve()
+    server = StaticServer().start()
+    server.route("/shop.html", lambda request: Response.html(PAGE))
+    url = server.url("shop.html")
     results: dict[str, list[Count]] = {"extract": [], "act": []}
     async with async_playwright() as pw:
         browser = None
         if kind == "wrapped":
-            browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=[
-                "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"])
+            browser = await launch_chromium(pw)
             sh = Stagehand(await browser.new_page(), model=FunctionLLM(_model))
         else:
             sh = await Stagehand.launch(model=FunctionLLM(_model), _playwright=pw)
@@ -172,7 +160,7 @@ async def _measure(kind: str, runs: int) -> dict[str, list[Count]]:
             await sh.close()
             if browser is not None:
                 await browser.close()
-            server.shutdown()
+            server.stop()
     return results
 
 
