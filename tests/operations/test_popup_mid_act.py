@@ -122,3 +122,9 @@ async def test_a_popup_opened_mid_act_is_driven_only_after_the_act(make_stagehan
         assert action.selector in popup_session.identities
         # The acting tab's identities were not cleared by driving the popup.
         assert {i.name for i in acting_session.identities.values()} >= {"More actions", "Archive"}
+
+        # Closing the popup drops its session; the acting tab is driven again, on its own session.
+        await sh.close_page(popup)
+        assert sh.page is acting and popup not in sh._pages._sessions
+        assert sh._pages.of(acting) is acting_session
+        assert "Orders" in (await sh.snapshot()).tree
