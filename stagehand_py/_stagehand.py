@@ -12,15 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar, Un
 from playwright.async_api import Page
 from pydantic import BaseModel
 
-from ._actions import install_page_helpers, placeholder_descriptions
+from ._actions import placeholder_descriptions
 from ._cache import ActionCache, ElementIdentity
-from ._errors import (
-    ConfigurationError,
-    ExpectationError,
-    InvalidArgumentError,
-    PageClosedError,
-    StagehandTimeoutError,
-)
+from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
 from ._operations import extract as _extract
@@ -28,57 +23,27 @@ from ._operations import observe as _observe
 from ._operations._context import OperationContext
 from ._operations.expect import Expectation
 from ._secrets import variable_value
+from ._session import SNAPSHOT_TIMEOUT, PageSession, PageSessions
 from ._types import Action, ActResult, SavedDownload, Variables
-from ._util import page_address
-from .browser._cdp import PageTargets
 from .browser._options import BrowserOptions
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
-from .llm import LanguageModel, LLMClient, Metrics, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
-from .llm._policy import ModelChoice, default_model, token_budget_for
-from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
+from .llm import LLMClient, Metrics
+from .llm._policy import token_budget_for
 from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentConfig, AgentOptions, EvaluateResult
 
-__all__ = ["LLMOptions", "ModelSpec", "Stagehand", "StagehandOptions"]
-
-#: What ``model=`` takes: ``"provider/model"`` (``"openai/gpt-4.1-mini"``,
-#: ``"local/<file>.gguf"``), a configured :class:`~stagehand_py.llm.LLMClient`, or any object
-#: implementing :class:`~stagehand_py.llm.LanguageModel` (the test doubles included).
-ModelSpec = str | LLMClient | LanguageModel
+__all__ = ["DOWNLOAD_WAIT", "SNAPSHOT_TIMEOUT", "LLMOptions", "ModelSpec", "Stagehand", "StagehandOptions"]
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
-
-
-class LLMOptions(TypedDict, total=False):
-    """More :class:`~stagehand_py.llm.LLMClient` options, for ``Stagehand(llm_options=...)``."""
-
-    output_mode: OutputMode
-    profile: Profile
-    max_reasks: int
-    max_retries: int
-    retry_policy: RetryPolicy
-    timeout: float
-    usage_limits: UsageLimits
-    inference_log_dir: str | os.PathLike[str]
-    max_output_tokens: int
-    temperature: float
-    choice_mode: bool
-    #: Dollars per million tokens, when the price table does not list the model (or your price differs).
-    price: ModelPrice
-
-
 #: Seconds act() waits at most for the downloads it started to be saved.
 DOWNLOAD_WAIT = 300.0
-
-#: Seconds a snapshot may take unless the caller says otherwise (the largest test pages take ~3 s).
-SNAPSHOT_TIMEOUT = 60.0
 
 
 class StagehandOptions(TypedDict, total=False):
@@ -145,38 +110,20 @@ class Stagehand:
                 f"Stagehand(page=...) needs an async Playwright Page, got {type(page).__name__}. "
                 "For a sync Page use stagehand_py.sync_api.Stagehand; to start a browser use `await Stagehand.launch()`."
             )
-        self._page = page
         self._session = _session or BrowserSession(page=page)
         self._tabs = Tabs(page, follow=bool(follow_new_tabs), downloads_dir=downloads_dir)
-        self._targets: PageTargets | None = None
-        self._ordinals = FrameOrdinals()
-        self._snapshot_memory = EngineMemory()
+        self._pages = PageSessions(direct=self._session.direct)
         self._closed = False
         if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 1000):
             raise InvalidArgumentError(f"token_budget must be an int of at least 1000 tokens, got {token_budget!r}.")
         if dom_settle_timeout <= 0:
             raise InvalidArgumentError(f"dom_settle_timeout must be a positive number of seconds, got {dom_settle_timeout!r}.")
-        self._model_spec = model
-        self._llm_config: dict[str, Any] = {"api_key": api_key, "base_url": base_url, **dict(llm_options or {})}
-        self._client: LLMClient | None = None
-        # The environment's model, decided once here by the library's one rule; its client is made
-        # on first use (an embedded model loads only when a verb needs it).
-        self._default_choice: ModelChoice | None = None
-        if model is not None:
-            self._client = self._make_client(model)  # a bad model or a missing key fails here, not mid-flow
-        else:
-            self._default_choice = default_model()
+        self._models = ModelClients(model, {"api_key": api_key, "base_url": base_url, **dict(llm_options or {})})
         self._cache = ActionCache(cache_dir) if cache_dir is not None else None
         self._self_heal = bool(self_heal)
-        chosen = self._client.model_name if self._client is not None else (
-            self._default_choice.model if self._default_choice is not None else "")
-        self._token_budget = token_budget or token_budget_for(chosen)
+        self._token_budget = token_budget or token_budget_for(self._models.model_name)
         self._dom_settle_timeout = float(dom_settle_timeout)
-        self._helpers_installed = False
         self._known_variables: dict[str, Any] = {}
-        # selector -> role and name of the element an observe/act planned on; act(action) checks
-        # the page still shows that element there before acting.
-        self._identities: dict[str, ElementIdentity] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -261,12 +208,7 @@ class Stagehand:
             return
         self._closed = True
         self._tabs.detach()
-        if self._targets is not None:
-            try:
-                await self._targets.close()
-            except PageClosedError:
-                pass  # the page went first; nothing to detach from
-            self._targets = None
+        await self._pages.close()
         await self._session.close()
 
     async def __aenter__(self) -> Stagehand:
@@ -280,8 +222,7 @@ class Stagehand:
     @property
     def page(self) -> Page:
         """The Playwright ``Page`` this Stagehand drives (it follows new tabs: see :attr:`pages`)."""
-        self._follow_tab()
-        return self._page
+        return self._tabs.current  # type: ignore[no-any-return]
 
     @property
     def pages(self) -> list[Page]:
@@ -289,8 +230,8 @@ class Stagehand:
         tab opened from a tracked tab (popups, ``target=_blank`` links).
 
         A tab opened by the driven tab becomes the driven tab (``follow_new_tabs=True``, the
-        default), as it would for a person clicking; when the driven tab closes, the one driven
-        before it takes over. :meth:`switch_to_page` chooses explicitly.
+        default), as it would for a person clicking: from the next call on, so a verb that opens
+        one finishes on its own tab; when the driven tab closes, the one driven before it takes over. :meth:`switch_to_page` chooses explicitly.
         """
         return list(self._tabs.pages)
 
@@ -299,15 +240,13 @@ class Stagehand:
         self._check_not_closed()
         target = self._tabs.resolve(page)
         self._tabs.switch(target)
-        self._follow_tab()
         await target.bring_to_front()
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a new tab in this Stagehand's browser context, drive it, and go to ``url`` if given."""
         self._check_not_closed()
-        created = await self._page.context.new_page()
+        created = await self.page.context.new_page()
         self._tabs.add(created)
-        self._follow_tab()
         if url is not None:
             await created.goto(url)
         return created
@@ -315,11 +254,10 @@ class Stagehand:
     async def close_page(self, page: Page | int | None = None) -> None:
         """Close a tracked tab (the driven one by default); the tab driven before it takes over."""
         self._check_not_closed()
-        target = self._tabs.resolve(self._page if page is None else page)
+        target = self._tabs.resolve(self.page if page is None else page)
         if len(self._tabs.pages) == 1:
             raise InvalidArgumentError("close_page() would close the last tab; use close() to end the Stagehand.")
         await target.close()
-        self._follow_tab()
 
     @property
     def downloads(self) -> list[SavedDownload]:
@@ -344,21 +282,10 @@ class Stagehand:
         to start logged in. The file holds session cookies: keep it out of version control.
         """
         self._check_not_closed()
-        state: dict[str, Any] = dict(await self._page.context.storage_state())
+        state: dict[str, Any] = dict(await self.page.context.storage_state())
         if path is not None:
             write_storage_state(path, state)
         return state
-
-    def _follow_tab(self) -> None:
-        """Point the per-page state at the tab to drive now (see :attr:`pages` for the rule)."""
-        current = self._tabs.current
-        if current is not self._page:
-            self._page = current
-            # Ids, the engine's memory and planned identities belong to the old tab's documents.
-            self._ordinals = FrameOrdinals()
-            self._snapshot_memory = EngineMemory()
-            self._identities.clear()
-            self._helpers_installed = False
 
     def _check_not_closed(self) -> None:
         if self._closed:
@@ -366,19 +293,12 @@ class Stagehand:
 
     def _check_open(self) -> None:
         self._check_not_closed()
-        self._follow_tab()
         self._tabs.check_current()
 
-    async def _page_targets(self) -> PageTargets:
-        if self._targets is not None and self._targets.page is not self._page:
-            old, self._targets = self._targets, None
-            try:
-                await old.close()
-            except PageClosedError:
-                pass  # the old tab closed: nothing to detach from
-        if self._targets is None:
-            self._targets = await PageTargets.for_page(self._page, direct=self._session.direct)
-        return self._targets
+    def _driven(self) -> PageSession:
+        """The session of the tab driven now (see :attr:`pages` for the rule); a verb keeps it to its end."""
+        self._check_open()
+        return self._pages.of(self.page)
 
     # --- verbs ---------------------------------------------------------------------------
 
@@ -392,61 +312,24 @@ class Stagehand:
         ``timeout`` (seconds, None for none) bounds the capture: a page whose script never yields
         the main thread raises :class:`StagehandTimeoutError` instead of hanging.
         """
-        self._check_open()
-        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise InvalidArgumentError(f"snapshot(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
-        try:
-            async with asyncio.timeout(timeout):
-                targets = await self._page_targets()
-                return await capture_snapshot(targets, self._ordinals, memory=self._snapshot_memory, selector=selector,
-                                              confidence=confidence)
-        except TimeoutError as exc:
-            raise StagehandTimeoutError(
-                f"snapshot of {page_address(self.page.url)} did not finish within "
-                f"{timeout:g} s: the page's main thread is busy (a script that never yields) or the page is enormous. "
-                "Wait for the page, or pass a larger snapshot(timeout=...)."
-            ) from exc
+        return await self._driven().snapshot(selector=selector, confidence=confidence, timeout=timeout)
 
     # --- models and operations -----------------------------------------------------------
 
-    def _make_client(self, model: ModelSpec) -> LLMClient:
-        if isinstance(model, LLMClient):
-            return model
-        options = {k: v for k, v in self._llm_config.items() if v is not None}
-        return LLMClient(model, **options)
-
     def _get_client(self) -> LLMClient:
-        if self._client is None:
-            choice = self._default_choice
-            if choice is None:
-                if self._llm_config.get("base_url"):
-                    raise ConfigurationError(
-                        "base_url is set but no model name: pass model='openai/<model name on that server>' too."
-                    )
-                raise ConfigurationError(
-                    "observe(), extract() and act(<instruction>) need a model, and none is configured. Pass "
-                    "Stagehand(..., model='openai/gpt-4.1-mini') (or any 'provider/model', or a model object such as "
-                    "stagehand_py.testing.FunctionLLM), set OPENAI_API_KEY or ANTHROPIC_API_KEY, use a local "
-                    "OpenAI-compatible server with model='openai/<name>', base_url='http://localhost:11434/v1', or "
-                    "install the embedded model (bash scripts/setup.sh). snapshot() and act(<Action>) work without one."
-                )
-            if choice.base_url and not self._llm_config.get("base_url"):
-                self._llm_config["base_url"] = choice.base_url
-            self._client = self._make_client(choice.model)
-        return self._client
+        return self._models.require()
 
     def _has_model(self) -> bool:
-        return self._client is not None or self._default_choice is not None
+        return self._models.has_model
 
     @property
     def metrics(self) -> Metrics:
         """Model usage of this Stagehand: ``.total`` and ``.by_purpose`` (observe, act, heal, extract)."""
-        return self._client.metrics if self._client is not None else Metrics()
+        client = self._models.client
+        return client.metrics if client is not None else Metrics()
 
     async def _install_helpers(self) -> None:
-        if not self._helpers_installed:
-            await install_page_helpers(self._page)
-            self._helpers_installed = True
+        await self._driven().install_helpers()
 
     def _remember_variables(self, variables: Variables) -> None:
         """Keep every value this Stagehand was given, for redaction in later calls too. A name
@@ -462,36 +345,37 @@ class Stagehand:
             self._known_variables[name] = spec
 
     def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
-        self._follow_tab()  # an operation runs on the tab driven now
         # Computed once per call (names checked before anything else happens); every prompt of
         # the call, heal included, uses these.
         descriptions = placeholder_descriptions(variables) if variables else {}
         if variables:
             self._remember_variables(variables)
+        client, missing_model = self._models.client, ""  # made at construction when a model was given
+        if client is None:
+            client, missing_model = self._models.for_call()
         return OperationContext(
-            page=self._page,
-            snapshot=self.snapshot,
-            get_client=self._get_client,
-            has_model=self._has_model,
+            session=self._driven(),  # the tab driven now, to the end of the call (a popup it opens waits)
+            client=client,
+            missing_model=missing_model,
             token_budget=self._token_budget,
             dom_settle_timeout=self._dom_settle_timeout,
             self_heal=self._self_heal,
             cache=self._cache,
             known_variables=self._known_variables,
             variable_descriptions=descriptions,
-            identities=self._identities,
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
 
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
-                   instruction: str | None = None) -> T:
-        self._check_open()
+                   instruction: str | None = None, *, session: PageSession | None = None) -> T:
+        """Run a verb on ``session`` (its operation's tab; default: the tab driven now)."""
+        session = session or self._driven()  # a verb's session: made by _context just now, checked open there
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:
             async with asyncio.timeout(timeout) as scope:
-                await self._install_helpers()
-                return await traced_operation(what, operation, instruction=instruction, url=self._page.url,
+                await session.install_helpers()
+                return await traced_operation(what, operation, instruction=instruction, url=session.page.url,
                                               variables=self._known_variables)
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
@@ -500,7 +384,7 @@ class Stagehand:
         except PageClosedError:
             raise
         except Exception:
-            if self._page.is_closed():
+            if session.page.is_closed():
                 raise PageClosedError(f"{what}() failed because the page was closed.") from None
             raise
 
@@ -527,7 +411,7 @@ class Stagehand:
         return await self._run("observe", timeout, lambda: _observe.observe(
             ctx, instruction, variables=ctx.variable_descriptions, selector=selector,
             ignore_selectors=list(ignore_selectors), vision=vision,
-        ), instruction=instruction)
+        ), instruction=instruction, session=ctx.session)
 
     async def act(
         self,
@@ -553,27 +437,26 @@ class Stagehand:
                 raise InvalidArgumentError(
                     f"act(element=...) takes an ElementIdentity(role=..., name=...) with an Action, not "
                     f"{type(element).__name__} with {type(action).__name__}.")
-            self._check_open()  # a tab followed now would clear the identities set below
-            self._identities[action.selector] = element
+            self._driven().identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context(variables, timeout)
-            return await self._act_reporting("act", timeout, lambda: _act.act_action(ctx, action, variables or {}))
+            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action, variables or {}))
         if isinstance(action, str):
             instruction = _required_instruction("act", action)
             ctx = self._context(variables, timeout)
             return await self._act_reporting(
-                "act", timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision),
+                ctx, timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision),
                 instruction=instruction)
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
         )
 
-    async def _act_reporting(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[ActResult]],
-                             instruction: str | None = None) -> ActResult:
+    async def _act_reporting(self, ctx: OperationContext, timeout: float | None,
+                             operation: Callable[[], Awaitable[ActResult]], instruction: str | None = None) -> ActResult:
         """Run an act and add what it spent (model usage) and what it downloaded to its result."""
         spent_before = self.metrics.total
         downloads_before = len(self._tabs.downloads)
-        result = await self._run(what, timeout, operation, instruction=instruction)
+        result = await self._run("act", timeout, operation, instruction=instruction, session=ctx.session)
         # A download still running after this stays in the background and shows in `downloads` when saved.
         await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
         return result.model_copy(update={"usage": self.metrics.total - spent_before,
@@ -611,7 +494,7 @@ class Stagehand:
         ctx = self._context(timeout=timeout)
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
                                                                               screenshot=screenshot),
-                               instruction=instruction)
+                               instruction=instruction, session=ctx.session)
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
                      timeout: float | None = None) -> Expectation:
@@ -625,7 +508,7 @@ class Stagehand:
         checked = _required_instruction("expect", claim)
         ctx = self._context(timeout=timeout)
         verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
-                                  instruction=checked)
+                                  instruction=checked, session=ctx.session)
         under_pytest = "PYTEST_CURRENT_TEST" in os.environ
         if not verdict.passed and (raise_on_failure if raise_on_failure is not None else under_pytest):
             raise ExpectationError(verdict.explain(), expectation=verdict)
@@ -649,14 +532,8 @@ class Stagehand:
         if config is not None and not isinstance(config, AgentConfig):
             raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
         settings = (config or AgentConfig()).replace(options)
-        client = self._make_client(settings.model) if settings.model is not None else self._get_client()
-        fallback = settings.fallback_model
-        if fallback is None or isinstance(fallback, LLMClient):
-            fallback_client = fallback
-        else:  # built like the Stagehand's own clients, but the fallback gets one attempt
-            config_ = {k: v for k, v in self._llm_config.items() if v is not None and k not in ("max_retries", "retry_policy")}
-            fallback_client = LLMClient(fallback, **config_, max_retries=0)
-        return Agent(self, settings, client=client, fallback_client=fallback_client)
+        client = self._models.make(settings.model) if settings.model is not None else self._models.require()
+        return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model))
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:
@@ -665,7 +542,7 @@ class Stagehand:
         only for ``"yes"``, so ``assert await sh.evaluate("Is the cart empty?")`` works in tests."""
         from .agent._judge import evaluate_page
 
-        client = self._make_client(model) if model is not None else self._get_client()
+        client = self._models.make(model) if model is not None else self._models.require()
         known = self._known_variables
         return await self._run("evaluate", timeout,
                                lambda: evaluate_page(self, client, question, screenshot=screenshot, variables=known),

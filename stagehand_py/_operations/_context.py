@@ -1,30 +1,34 @@
-"""The operation context: what observe, act and extract need from their Stagehand, without
-the Stagehand itself (so no operation imports its caller)."""
+"""The operation context: what observe, act and extract need for one call, without the
+Stagehand itself (so no operation imports or calls back into its caller)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from playwright.async_api import Page
+
 from .._actions import secret_values
 from .._cache import ElementIdentity
+from .._errors import ConfigurationError
+from .._session import PageSession
 from .._types import VariableValue
 from ..llm import LLMClient
-from ..snapshot import Snapshot
 
 __all__ = ["OperationContext"]
 
 
 @dataclass
 class OperationContext:
-    """Everything an operation needs from its Stagehand, without the Stagehand itself."""
+    """One call's tab (its :class:`~stagehand_py._session.PageSession`, kept for the whole call
+    even when the act opens a popup), its model client and its settings."""
 
-    page: Any
-    snapshot: Callable[..., Awaitable[Snapshot]]
-    get_client: Callable[[], LLMClient]
-    has_model: Callable[[], bool]
+    session: PageSession
+    #: The model client, resolved by the Stagehand before the call; None when none is configured.
+    client: LLMClient | None
+    #: What to do to get a model, said by :meth:`model` when ``client`` is None.
+    missing_model: str
     token_budget: int
     dom_settle_timeout: float
     self_heal: bool
@@ -37,9 +41,21 @@ class OperationContext:
     variable_descriptions: dict[str, str] = field(default_factory=dict)
     #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
     deadline: float | None = None
-    #: selector -> identity (role, name) of the element in the snapshot each action of this
-    #: call was chosen from; written to the action cache with the actions.
-    identities: dict[str, ElementIdentity] = field(default_factory=dict)
+    #: The session's page and identities (selector -> role and name of the element in the
+    #: snapshot each action was chosen from; written to the action cache with the actions), as
+    #: plain fields: the session does not change during the call.
+    page: Page = field(init=False)
+    identities: dict[str, ElementIdentity] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.page = self.session.page
+        self.identities = self.session.identities
+
+    def model(self) -> LLMClient:
+        """The call's model client, or a :class:`ConfigurationError` saying how to configure one."""
+        if self.client is None:
+            raise ConfigurationError(self.missing_model)
+        return self.client
 
     def action_timeout(self, wanted: float) -> float:
         """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""

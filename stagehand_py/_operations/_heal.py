@@ -44,7 +44,7 @@ _HEALABLE = (ElementNotFoundError, ActionFailedError, StagehandTimeoutError)
 
 
 def _can_heal(ctx: OperationContext) -> bool:
-    return ctx.self_heal and ctx.has_model()
+    return ctx.self_heal and ctx.client is not None
 
 
 def probe_timeout(ctx: OperationContext) -> float:
@@ -110,7 +110,7 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
 
     With ``role`` (the element it was planned on was a button, a textbox...), an answer of another
     role is re-asked: a renamed "Sign in" button must not heal onto the "Sign in" heading."""
-    client = ctx.get_client()  # a clear ConfigurationError before touching the page
+    client = ctx.model()  # a clear ConfigurationError before touching the page
     page = await read_page(ctx)
 
     def prompt(fence: Fence, text: str, part: tuple[int, int] | None) -> tuple[str, str]:

@@ -82,11 +82,11 @@ async def identity_matches(ctx: OperationContext, action: Action, identity: Elem
     await handle.dispose()
     now = None
     try:
-        now = identity_in(await ctx.snapshot(selector=action.selector), action.selector, ctx.known_variables)
+        now = identity_in(await ctx.session.snapshot(selector=action.selector), action.selector, ctx.known_variables)
     except (ActionError, InvalidArgumentError, SnapshotError, CDPError):
         pass  # not a plain main-frame element path (frames, shadow roots, text): the whole page tells
     if now is None:
-        now = identity_in(await ctx.snapshot(), action.selector, ctx.known_variables)
+        now = identity_in(await ctx.session.snapshot(), action.selector, ctx.known_variables)
     if now != identity:
         logger.info("cached %s on %s: the element is now a %s, not the cached %s", action.method, action.selector,
                     now.role if now else "(nothing shown)", identity.role)

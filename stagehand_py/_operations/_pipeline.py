@@ -160,10 +160,10 @@ async def read_page(ctx: OperationContext, *, selector: str | None = None, ignor
     ``confidence=True`` also measures the snapshot's DOM confidence (for ``vision="auto"``).
     """
     clock = await settle(ctx)
-    snapshot = await (ctx.snapshot(selector=selector, confidence=True) if confidence else ctx.snapshot(selector=selector))
+    snapshot = await ctx.session.snapshot(selector=selector, confidence=confidence)
     text = snapshot.tree
     for ignored in ignore_selectors:
-        gone = set((await ctx.snapshot(selector=ignored)).xpath_map)
+        gone = set((await ctx.session.snapshot(selector=ignored)).xpath_map)
         text = "\n".join(line for line in text.split("\n") if _line_id(line) not in gone)
     return PageRead(snapshot, redact(ctx.known_variables, text), clock)
 
@@ -232,7 +232,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
     and a check returning a list), asked in choice mode when the client wants it, ``instruction``
     then ranking the choices when they must be cut; None when the part has no element to choose.
     """
-    client = ctx.get_client()
+    client = ctx.model()
     fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
     system, user = question.prompt(fence, chunk.text, parts.part(chunk))
     shots = list(images)

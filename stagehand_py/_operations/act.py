@@ -67,8 +67,9 @@ async def act_action(ctx: OperationContext, action: Action, variables: Mapping[s
 
 
 async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variables: Mapping[str, str],
-                vision: VisionMode, sees: bool) -> tuple[Action | None, bool]:
-    """One action for ``instruction`` and whether the model says its click opens options."""
+                vision: VisionMode, sees: bool, choice: bool) -> tuple[Action | None, bool]:
+    """One action for ``instruction`` and whether the model says its click opens options
+    (``choice``: the client answers element questions in choice mode)."""
     opens: list[bool] = []
 
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
@@ -78,8 +79,7 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
         opens.append(out.opens_options)
         return check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
 
-    parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode,
-                       elements=True)
+    parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
     answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
                               done=bool, limit=MAX_PARTS, vision=vision, sees=sees, elements=True,
                               instruction=instruction)
@@ -97,7 +97,7 @@ def _without(text: str, eid: str | None) -> str:
 
 
 async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action, before: str,
-                       variables: Mapping[str, str]) -> Action | None:
+                       variables: Mapping[str, str], choice: bool) -> Action | None:
     """Second step of a two-step control: choose among the lines that appeared or changed after
     the click, never the element just clicked (a second click would close the list, flip the
     sort order back or untick the box). None when nothing new appeared or nothing fits."""
@@ -119,7 +119,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
                     "elements; clicking it again would undo that. Choose one of the new elements shown."], []
         return problems, found
 
-    parts = split_page(ctx, appeared, prompt, ActAnswer, rank_by=instruction, choice=ctx.get_client().choice_mode)
+    parts = split_page(ctx, appeared, prompt, ActAnswer, rank_by=instruction, choice=choice)
     answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
                               done=lambda found: True, limit=1, elements=True, instruction=instruction)
     found = answers[0][:1] if answers else []
@@ -137,12 +137,12 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
         cached = ctx.cache.load_entry(key)
         if cached is not None and cached.actions:
             return await replay(ctx, key, instruction, cached, variables)
-    client = ctx.get_client()  # a clear ConfigurationError before touching the page
+    client = ctx.model()  # a clear ConfigurationError before touching the page
     if vision is True:
         require_sight(client, "act(vision=True)")
     sees = vision is not False and model_sees(client)
     looked = await look(ctx, lambda: read_page(ctx, confidence=vision == "auto" and sees),
-                        lambda page: _plan(ctx, instruction, page, descriptions, vision, sees),
+                        lambda page: _plan(ctx, instruction, page, descriptions, vision, sees, client.choice_mode),
                         found=lambda planned: planned[0] is not None)
     (action, opens), page = looked.value, looked.page
     if action is None:
@@ -156,7 +156,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
     ran, healed = await run_checked(ctx, action, variables, dispatched)  # the page may have changed meanwhile
     done = [ran]
     if opens:
-        option = await _pick_option(ctx, instruction, ran, page.text, descriptions)
+        option = await _pick_option(ctx, instruction, ran, page.text, descriptions, client.choice_mode)
         if option is None:
             # The click ran; it is not repeated (that would undo it), and no second step fits.
             return ActResult(success=False, message=f"Clicked {ran.description!r}, but nothing that appeared after it "

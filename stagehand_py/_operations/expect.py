@@ -58,7 +58,7 @@ def _same(a: str, b: str) -> bool:
 
 
 async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False) -> Expectation:
-    client = ctx.get_client()
+    client = ctx.model()
     if screenshot:
         require_sight(client, "expect(screenshot=True)")
     page = await read_page(ctx)

@@ -183,11 +183,11 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
 async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None,
                   screenshot: bool = False) -> Any:
     if instruction is None and schema is None:
-        snapshot = await ctx.snapshot(selector=selector)
+        snapshot = await ctx.session.snapshot(selector=selector)
         return {"page_text": snapshot.tree}
     user, model = user_schema(schema) if schema is not None else (copy.deepcopy(DEFAULT_SCHEMA), None)
     target = _Target(instruction or DEFAULT_EXTRACT_INSTRUCTION, user, model, free_text=schema is None)
-    client = ctx.get_client()
+    client = ctx.model()
     if screenshot:
         require_sight(client, "extract(screenshot=True)")
     looked = await look(ctx, lambda: read_page(ctx, selector=selector),

@@ -60,7 +60,7 @@ async def observe(
                 if identity is not None:
                     ctx.identities[action.selector] = identity
             return list(cached.actions)
-    client = ctx.get_client()
+    client = ctx.model()
     if vision is True:
         require_sight(client, "observe(vision=True)")
     sees = vision is not False and model_sees(client)

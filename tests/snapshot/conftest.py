@@ -45,4 +45,5 @@ async def backend_ids(sh: Stagehand, snapshot) -> dict[str, int | None]:
     """Chrome's backend node id behind each of the snapshot's ids (for the XPath oracle)."""
     from stagehand_py.snapshot._capture import element_backend_ids
 
-    return await element_backend_ids(await sh._page_targets(), sh._ordinals, list(snapshot.xpath_map))
+    session = sh._driven()  # the tab's private session: its CDP targets and frame ordinals
+    return await element_backend_ids(await session.targets(), session.ordinals, list(snapshot.xpath_map))

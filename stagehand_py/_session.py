@@ -1,0 +1,132 @@
+"""One private session per tab: everything a Stagehand knows about one page.
+
+A :class:`PageSession` holds a tab's CDP sessions (its target and out-of-process iframes), the
+frame ordinals its element ids are made of, the snapshot engine's memory of the walker in each
+frame, and the identities (role and name) of the elements observe and act planned on. All of
+it belongs to that tab's documents, so it lives and dies with the tab: :class:`PageSessions`
+makes a session the first time a tab is driven and drops it when the tab closes.
+
+An operation receives the session of the tab driven when it started and keeps it to the end:
+a popup the act opens becomes the driven tab for the *next* verb, on its own session, while
+the act settles, reads and records on the tab it acted on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from playwright.async_api import Page
+
+from ._actions import install_page_helpers
+from ._cache import ElementIdentity
+from ._errors import InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._util import page_address
+from .browser._cdp import DirectConnection, PageTargets
+from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
+from .snapshot._model import Snapshot
+
+__all__ = ["SNAPSHOT_TIMEOUT", "PageSession", "PageSessions"]
+
+logger = logging.getLogger("stagehand_py")
+
+#: Seconds a snapshot may take unless the caller says otherwise (the largest test pages take ~3 s).
+SNAPSHOT_TIMEOUT = 60.0
+
+
+class PageSession:
+    """One tab's page, CDP targets, snapshot engine state and planned element identities."""
+
+    def __init__(self, page: Page, *, direct: DirectConnection | None) -> None:
+        self.page = page
+        self._direct = direct
+        self._targets: PageTargets | None = None
+        self.ordinals = FrameOrdinals()
+        self._memory = EngineMemory()
+        self._helpers_installed = False
+        #: selector -> role and name of the element an observe/act planned on; act(action) checks
+        #: the page still shows that element there before acting.
+        self.identities: dict[str, ElementIdentity] = {}
+
+    async def install_helpers(self) -> None:
+        if not self._helpers_installed:
+            await install_page_helpers(self.page)
+            self._helpers_installed = True
+
+    async def targets(self) -> PageTargets:
+        """The tab's CDP sessions, opened on first use."""
+        if self._targets is None:
+            self._targets = await PageTargets.for_page(self.page, direct=self._direct)
+        return self._targets
+
+    async def snapshot(self, *, selector: str | None = None, confidence: bool = False,
+                       timeout: float | None = SNAPSHOT_TIMEOUT) -> Snapshot:
+        """This tab as a :class:`Snapshot` (see ``Stagehand.snapshot`` for the options)."""
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise InvalidArgumentError(f"snapshot(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
+        try:
+            async with asyncio.timeout(timeout):
+                return await capture_snapshot(await self.targets(), self.ordinals, memory=self._memory,
+                                              selector=selector, confidence=confidence)
+        except TimeoutError as exc:
+            raise StagehandTimeoutError(
+                f"snapshot of {page_address(self.page.url)} did not finish within "
+                f"{timeout:g} s: the page's main thread is busy (a script that never yields) or the page is enormous. "
+                "Wait for the page, or pass a larger snapshot(timeout=...)."
+            ) from exc
+
+    async def close(self) -> None:
+        """Detach from the tab's CDP targets (nothing to do when the tab went first)."""
+        targets, self._targets = self._targets, None
+        if targets is not None:
+            try:
+                await targets.close()
+            except PageClosedError:
+                pass  # the page went first; nothing to detach from
+
+
+class PageSessions:
+    """The sessions of a Stagehand's tabs: one per tab, made when it is first driven, dropped
+    (and its CDP sessions detached) when the tab closes."""
+
+    def __init__(self, *, direct: DirectConnection | None) -> None:
+        self._direct = direct
+        self._sessions: dict[Page, PageSession] = {}
+        self._listeners: list[tuple[Page, Any]] = []
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def of(self, page: Page) -> PageSession:
+        """The session of ``page``, made now when the tab is driven for the first time."""
+        session = self._sessions.get(page)
+        if session is None:
+            session = self._sessions[page] = PageSession(page, direct=self._direct)
+            if not page.is_closed():
+                def on_close(_page: Page) -> None:
+                    self._drop(page)
+                page.on("close", on_close)
+                self._listeners.append((page, on_close))
+        return session
+
+    def _drop(self, page: Page) -> None:
+        session = self._sessions.pop(page, None)
+        if session is not None:
+            task = asyncio.get_running_loop().create_task(session.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closed)
+
+    def _closed(self, task: asyncio.Task[None]) -> None:
+        self._closing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.debug("detaching a closed tab's CDP sessions failed: %r", task.exception())
+
+    async def close(self) -> None:
+        """Detach every session (the user's pages stay open) and stop watching the tabs."""
+        for page, listener in self._listeners:
+            page.remove_listener("close", listener)
+        self._listeners.clear()
+        sessions, self._sessions = list(self._sessions.values()), {}
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+        for session in sessions:
+            await session.close()
