@@ -8,6 +8,9 @@
 * ``browser``       session; Debian's Chromium, headless, with the flags in tests/_browser.py.
 * ``context``       function; a fresh BrowserContext, closed after the test.
 * ``page``          function; a new Page in ``context``.
+
+Under xdist (scripts/test.sh: ``-n 2 --dist loadfile --no-loadscope-reorder``) the files that run
+for minutes are handed out first; see :data:`LONG_FILES`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,31 @@ from playwright.async_api import async_playwright
 
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]
+
+#: Files that run for minutes: seconds measured alone (-n 0) on the two shared cores, rounded.
+#: xdist hands a worker one file at a time in the order collected here; its default order (most
+#: tests first) put these few-test files last, so one worker ran them alone while the other idled.
+#: Longest first, then the rest with the most tests first (xdist's own heuristic).
+LONG_FILES = {
+    "tests/test_real_model.py": 480,
+    "tests/test_replay_real_model.py": 200,
+    "tests/llm/test_local_engine.py": 150,
+    "tests/plugin/test_plugin_models.py": 120,
+    "tests/batch/test_ray_start.py": 80,
+    "tests/batch/test_hostile_batch.py": 80,
+    "tests/batch/test_cli_resume.py": 60,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, order the files for :data:`LONG_FILES` (each file's tests keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return  # one process: the order does not change the time
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ordered = sorted(by_file, key=lambda name: (-LONG_FILES.get(name, 0), -len(by_file[name])))
+    items[:] = [item for name in ordered for item in by_file[name]]
 
 
 @pytest.fixture(autouse=True)
