@@ -24,18 +24,23 @@ from playwright.async_api import async_playwright
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]
 
-#: Files that run for minutes: seconds measured alone (-n 0) on the two shared cores, rounded.
-#: xdist hands a worker one file at a time in the order collected here; its default order (most
-#: tests first) put these few-test files last, so one worker ran them alone while the other idled.
-#: Longest first, then the rest with the most tests first (xdist's own heuristic).
+#: Files that run for a minute or more, with an estimate of their seconds on two idle cores:
+#: the lead's idle run for the real-model and Ray-start files; the others scaled from their wall
+#: time alone here by mypy's (32 CPU seconds, ~400 s wall at the same load: these shared cores
+#: stretch wall times 10-25x). Only the order matters. xdist hands a worker one file at a time in
+#: the order collected here; its default order (most tests first) put these few-test files last, so
+#: one worker ran them alone while the other idled. Longest first, then the rest with the most
+#: tests first (xdist's own heuristic).
 LONG_FILES = {
     "tests/test_real_model.py": 480,
     "tests/test_replay_real_model.py": 200,
-    "tests/llm/test_local_engine.py": 150,
-    "tests/plugin/test_plugin_models.py": 120,
+    "tests/llm/test_local_engine.py": 120,
     "tests/batch/test_ray_start.py": 80,
-    "tests/batch/test_hostile_batch.py": 80,
-    "tests/batch/test_cli_resume.py": 60,
+    "tests/plugin/test_plugin_models.py": 80,
+    "tests/batch/test_cli_resume.py": 70,
+    "tests/batch/test_hostile_batch.py": 70,
+    "tests/plugin/test_playwright_asyncio.py": 60,  # builds its own virtualenv on a fresh clone
+    "tests/test_static_checks.py": 35,  # mypy strict, cold cache: 32 CPU seconds
 }
 
 
