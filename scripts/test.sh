@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what is missing first (scripts/setup.sh), then pytest.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k snapshot -x`. Two worker processes
-# (pytest-xdist), each test file kept on one worker so module-scoped servers and clusters start once;
+# (pytest-xdist), each test file kept on one worker so module-scoped servers and clusters start once,
+# the files that run for minutes handed out first and the real-model files kept together on one
+# worker (tests/conftest.py: LONG_FILES, REAL_MODEL_FILES);
 # `-n 0` runs in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"

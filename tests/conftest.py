@@ -8,9 +8,15 @@
 * ``browser``       session; Debian's Chromium, headless, with the flags in tests/_browser.py.
 * ``context``       function; a fresh BrowserContext, closed after the test.
 * ``page``          function; a new Page in ``context``.
+
+Under xdist (scripts/test.sh: ``-n 2 --dist loadfile --no-loadscope-reorder``) the files that run
+for minutes are handed out first, the real-model files as one unit; see :data:`LONG_FILES` and
+:data:`REAL_MODEL_FILES`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -20,6 +26,63 @@ from playwright.async_api import async_playwright
 
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]
+
+#: Files that run for a minute or more, with an estimate of their seconds on two idle cores:
+#: the lead's idle run for the real-model and Ray-start files; the others scaled from their wall
+#: time alone here by mypy's (32 CPU seconds, ~400 s wall at the same load: these shared cores
+#: stretch wall times 10-25x). Only the order matters. xdist hands a worker one unit of work at a
+#: time in the order collected here; its default order (most tests first) put these few-test files
+#: last, so one worker ran them alone while the other idled. Longest first, then the rest with the
+#: most tests first (xdist's own heuristic).
+LONG_FILES = {
+    "tests/test_real_model.py": 480,
+    "tests/test_replay_real_model.py": 200,
+    "tests/llm/test_local_engine.py": 120,
+    "tests/plugin/test_plugin_models.py": 80,
+    "tests/batch/test_ray_start.py": 80,
+    "tests/batch/test_cli_resume.py": 70,
+    "tests/batch/test_hostile_batch.py": 70,
+    "tests/plugin/test_playwright_asyncio.py": 60,  # builds its own virtualenv on a fresh clone
+    "tests/test_static_checks.py": 35,  # mypy strict, cold cache: 32 CPU seconds
+}
+
+#: The files that run the embedded model (2 GB, llama.cpp threads on both cores): one unit of work
+#: under xdist, so one worker runs them one after another (the first unit handed out) and two
+#: engines never fight over the two cores, while the other worker takes everything else.
+REAL_MODEL_FILES = ("tests/test_real_model.py", "tests/test_replay_real_model.py", "tests/llm/test_local_engine.py",
+                    "tests/plugin/test_plugin_models.py")
+REAL_MODEL_UNIT = "the real-model files"
+
+
+def xdist_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under ``--dist loadfile``: its file, or the real-model unit."""
+    path = nodeid.split("::", 1)[0]
+    return REAL_MODEL_UNIT if path in REAL_MODEL_FILES else path
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, order the files for :data:`LONG_FILES` (each file's tests keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return  # one process: the order does not change the time
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ordered = sorted(by_file, key=lambda name: (-LONG_FILES.get(name, 0), -len(by_file[name])))
+    items[:] = [item for name in ordered for item in by_file[name]]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the real-model files as one unit (:data:`REAL_MODEL_FILES`)."""
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own scheduler
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModelFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    return ModelFilesTogether(config, log)
 
 
 @pytest.fixture(autouse=True)

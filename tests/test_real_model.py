@@ -10,6 +10,7 @@ the model or the engine is absent. The rest of the suite scripts the model.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 
 from stagehand_py import Stagehand, Variables, placeholders_in
 from stagehand_py.llm import LocalModel
+from stagehand_py.llm._providers._local import release_local_models
 
 MODEL = require_local_model()
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -32,6 +34,18 @@ FORM = """<!doctype html><title>Sign in</title><main><h1>Members area</h1>
 <h2>Plans</h2><ul><li>Basic: $5 per month</li><li>Pro: $12 per month</li></ul></main>"""
 
 
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[LocalModel]:
+    """One engine for the file, as a user's process has: loaded once, and llama.cpp's prompt cache
+    keeps each verb's system prompt from the launched page to the wrapped one and the agent (the
+    example's `local/...` model has the same file and settings, so it shares this engine)."""
+    shared = LocalModel(MODEL, n_ctx=8192)
+    yield shared
+    await shared.aclose()
+    # The example's Stagehand made its own model from the name and does not free it on close.
+    release_local_models()
+
+
 class Plan(BaseModel):
     name: str
     price: str
@@ -42,8 +56,7 @@ class Plans(BaseModel):
 
 
 @pytest.mark.parametrize("wrapped", [False, True], ids=["launched", "wrapped"])
-async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: Page) -> None:
-    model = LocalModel(MODEL, n_ctx=8192)
+async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: Page, model: LocalModel) -> None:
     if wrapped:
         sh = Stagehand(page, model=model, token_budget=6000)
     else:
@@ -67,9 +80,9 @@ async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: 
         assert sh.metrics.total.requests >= 3
     finally:
         await sh.close()
-        await model.aclose()
 
 
+@pytest.mark.usefixtures("model")  # the engine the verbs' tests loaded, not a second load
 async def test_the_agent_example_completes_with_the_embedded_model_and_no_key(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

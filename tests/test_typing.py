@@ -24,12 +24,19 @@ def _mypy(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_user_script_written_against_the_docs_type_checks(tmp_path: Path) -> None:
-    result = _mypy(HERE / "typing" / "user_script.py", tmp_path / "cache")
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for both checks: the second reads stagehand_py and its dependencies from it
+    instead of analysing them again (same flags; a checked file's own entry follows its content)."""
+    return tmp_path_factory.mktemp("mypy") / "cache"
+
+
+def test_a_user_script_written_against_the_docs_type_checks(cache: Path) -> None:
+    result = _mypy(HERE / "typing" / "user_script.py", cache)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_control_a_wrong_call_is_reported(tmp_path: Path) -> None:
+def test_the_control_a_wrong_call_is_reported(tmp_path: Path, cache: Path) -> None:
     # Control: the same check catches a misuse of the typed surface (a str where a Page goes,
     # an int where a message's content goes).
     bad = tmp_path / "bad_script.py"
@@ -39,7 +46,7 @@ def test_the_control_a_wrong_call_is_reported(tmp_path: Path) -> None:
         "def use(sh: Stagehand) -> None:\n    sh.agent(mode='web', max_step=3)\n",
         encoding="utf-8",
     )
-    result = _mypy(bad, tmp_path / "cache")
+    result = _mypy(bad, cache)
     assert result.returncode == 1
     assert 'Argument "page" to "Stagehand"' in result.stdout
     assert 'Argument 1 to "SystemMessage"' in result.stdout

@@ -2,9 +2,9 @@
 2.60) is tried again, and when it never makes it the run ends with a typed, actionable error.
 
 "Loaded" is made real and certain: the test stops (SIGSTOP) the raylet the driver starts, so it
-cannot register in time, exactly as a starved one does. The driver runs in a process of its
-own (Ray is process-wide state); every process it starts carries a mark in its environment, by
-which the test finds the raylet and checks that nothing is left afterwards.
+cannot register in time, exactly as a starved one does. Each driver runs in a process of its
+own (Ray is process-wide state), both cases at once; every process a driver starts carries its
+mark in its environment, by which the test finds the raylet and checks that nothing is left afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,46 +62,68 @@ class RayletStopper(threading.Thread):
             time.sleep(0.05)
 
 
-@contextlib.contextmanager
-def driver(tmp_path: Path, url: str, attempts: int, stop_raylets: int):
-    mark = uuid.uuid4().hex
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), MARK: mark,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)]), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-    stopper = RayletStopper(mark, stop_raylets)
-    stopper.start()
-    process = subprocess.Popen([sys.executable, str(HERE / "_ray_start_driver.py"), str(tmp_path / "run"), url, str(attempts)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=600)
-        yield process.returncode, out, err, stopper.stopped
+class Driver:
+    """One run of tests/batch/_ray_start_driver.py in a process of its own, its first
+    ``stop_raylets`` raylets stopped; started at once, waited for by :meth:`finish`."""
+
+    def __init__(self, run_dir: Path, url: str, attempts: int, stop_raylets: int) -> None:
+        self.run_dir, self.mark = run_dir, uuid.uuid4().hex
+        env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), MARK: self.mark,
+               "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)]), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+        self.stopper = RayletStopper(self.mark, stop_raylets)
+        self.stopper.start()
+        self.process = subprocess.Popen([sys.executable, str(HERE / "_ray_start_driver.py"), str(run_dir), url, str(attempts)],
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        start_new_session=True)
+
+    def finish(self) -> tuple[int, str, str, list[int]]:
+        out, err = self.process.communicate(timeout=600)
         # Nothing the run started is left: not the stopped raylets, not the GCS, not a worker.
         deadline = time.monotonic() + 60
-        while marked(mark) and time.monotonic() < deadline:
+        while marked(self.mark) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert marked(mark) == {}
-    finally:
-        stopper.done.set()
-        for pid in marked(mark):  # only if the test failed: the processes it started, by their ids
+        assert marked(self.mark) == {}
+        return self.process.returncode, out, err, self.stopper.stopped
+
+    def stop(self) -> None:
+        self.stopper.done.set()
+        for pid in marked(self.mark):  # only if a test failed: the processes it started, by their ids
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
-            process.kill()
+            self.process.kill()
+        self.process.wait()
 
 
-def test_a_raylet_that_misses_the_start_limit_is_tried_again(server, tmp_path: Path) -> None:
-    with driver(tmp_path, server.url("products/1.html"), attempts=3, stop_raylets=1) as (code, out, err, stopped):
-        assert code == 0, err[-3000:]
-        assert "counts {'done': 1" in out
-        assert "the local Ray node did not start in time (try 1 of 3); trying again" in err
-        assert len(stopped) == 1
+@pytest.fixture(scope="module")
+def drivers(server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Driver]]:
+    """Both cases started together: each mostly waits out Ray's 30 s limit on a stopped raylet
+    (a process that uses no CPU), so running them side by side halves the file's time."""
+    url = server.url("products/1.html")
+    started = {"retried": Driver(tmp_path_factory.mktemp("retried") / "run", url, attempts=3, stop_raylets=1),
+               "never": Driver(tmp_path_factory.mktemp("never") / "run", url, attempts=2, stop_raylets=2)}
+    try:
+        yield started
+    finally:
+        for run in started.values():
+            run.stop()
 
 
-def test_a_raylet_that_never_starts_is_a_typed_actionable_error(server, tmp_path: Path) -> None:
-    with driver(tmp_path, server.url("products/1.html"), attempts=2, stop_raylets=2) as (code, _out, err, stopped):
-        assert code == 1, err[-3000:]
-        assert "Traceback" not in err
-        assert ("RayStartError: the local Ray node did not start: its raylet missed Ray's 30 s start limit 2 time(s) "
-                "(the machine is too loaded). Try again when it is quieter, start a cluster yourself (`ray start --head`) "
-                "and pass --address auto, or run with --engine local.") in err
-        assert len(stopped) == 2
-    assert not (tmp_path / "run" / "s1" / "result.json").exists()  # no row ran, none pretends it did
+def test_a_raylet_that_misses_the_start_limit_is_tried_again(drivers: dict[str, Driver]) -> None:
+    code, out, err, stopped = drivers["retried"].finish()
+    assert code == 0, err[-3000:]
+    assert "counts {'done': 1" in out
+    assert "the local Ray node did not start in time (try 1 of 3); trying again" in err
+    assert len(stopped) == 1
+
+
+def test_a_raylet_that_never_starts_is_a_typed_actionable_error(drivers: dict[str, Driver]) -> None:
+    run = drivers["never"]
+    code, _out, err, stopped = run.finish()
+    assert code == 1, err[-3000:]
+    assert "Traceback" not in err
+    assert ("RayStartError: the local Ray node did not start: its raylet missed Ray's 30 s start limit 2 time(s) "
+            "(the machine is too loaded). Try again when it is quieter, start a cluster yourself (`ray start --head`) "
+            "and pass --address auto, or run with --engine local.") in err
+    assert len(stopped) == 2
+    assert not (run.run_dir / "s1" / "result.json").exists()  # no row ran, none pretends it did

@@ -40,11 +40,16 @@ class Book(BaseModel):
     year: int
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def model() -> AsyncIterator[LocalModel]:
+    """One engine for the file (loaded once, seconds on two cores); the last test frees it and loads another."""
     m = LocalModel(MODEL, n_ctx=2048, n_threads=2)
     yield m
     await m.aclose()
+
+
+#: A page's outline for the prompt-cache tests (one text: a prefix a later test finds cached costs nothing).
+OUTLINE = "Page outline:\n" + "\n".join(f"[0-{i}] link: Book {i}" for i in range(40))
 
 
 async def test_grammar_constrained_json_usage_and_the_prompt_cache(model: LocalModel) -> None:
@@ -64,10 +69,9 @@ async def test_grammar_constrained_json_usage_and_the_prompt_cache(model: LocalM
 
 async def test_the_second_call_on_a_shared_prefix_reports_cached_tokens(model: LocalModel) -> None:
     client = LLMClient(model)
-    page = "Page outline:\n" + "\n".join(f"[0-{i}] link: Book {i}" for i in range(40))
     system = SystemMessage("You read web pages.")
-    first = await client.generate([system, UserMessage(f"{page}\n\nInstruction: is Book 7 listed?")], output=VERDICT)
-    second = await client.generate([system, UserMessage(f"{page}\n\nInstruction: is Book 70 listed?")], output=VERDICT)
+    first = await client.generate([system, UserMessage(f"{OUTLINE}\n\nInstruction: is Book 7 listed?")], output=VERDICT)
+    second = await client.generate([system, UserMessage(f"{OUTLINE}\n\nInstruction: is Book 70 listed?")], output=VERDICT)
     assert first.usage.cached_tokens < first.usage.input_tokens
     # Everything up to the instruction came from the slot's cache: only the new tail was computed.
     assert second.usage.cached_tokens > 0.8 * second.usage.input_tokens, second.usage
@@ -77,12 +81,11 @@ async def test_a_prompt_evicted_by_another_comes_back_from_the_ram_cache(model: 
     """One slot: an agent step (another system prompt) between two verbs on one page replaces the
     slot's prefix; llama.cpp's host-memory prompt cache brings the page's prefix back."""
     client = LLMClient(model)
-    page = "Page outline:\n" + "\n".join(f"[0-{i}] link: Chapter {i}" for i in range(40))
     verbs = SystemMessage("You read web pages.")
-    await client.generate([verbs, UserMessage(f"{page}\n\nInstruction: is Chapter 7 listed?")], output=VERDICT)
+    await client.generate([verbs, UserMessage(f"{OUTLINE}\n\nInstruction: is Book 8 listed?")], output=VERDICT)
     agent = SystemMessage("You are an agent. " + " ".join(f"Rule {i}: be brief." for i in range(30)))
     await client.generate([agent, UserMessage("Step 1: is the task done?")], output=VERDICT)
-    back = await client.generate([verbs, UserMessage(f"{page}\n\nInstruction: is Chapter 70 listed?")], output=VERDICT)
+    back = await client.generate([verbs, UserMessage(f"{OUTLINE}\n\nInstruction: is Book 80 listed?")], output=VERDICT)
     assert back.usage.cached_tokens > 0.8 * back.usage.input_tokens, back.usage
 
 
