@@ -8,9 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._actions import secret_values
 from .._cache import ElementIdentity
-from .._types import VariableValue
+from .._secrets import VariableSet
 from ..llm import LLMClient
 from ..snapshot import Snapshot
 
@@ -29,12 +28,9 @@ class OperationContext:
     dom_settle_timeout: float
     self_heal: bool
     cache: Any = None
-    #: Every variable seen by this Stagehand (name -> spec); their values are redacted from
-    #: all page text sent to the model, also in later calls that pass no variables.
-    known_variables: dict[str, VariableValue] = field(default_factory=dict)
-    #: This call's variables as the model may see them (``%name%`` -> description), computed
-    #: once per call; the names were checked when they were.
-    variable_descriptions: dict[str, str] = field(default_factory=dict)
+    #: This call's variables, built once when the call came in; they hide every value this
+    #: Stagehand was given, also in later calls that pass no variables.
+    variables: VariableSet = field(default_factory=lambda: VariableSet.of(None))
     #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
     deadline: float | None = None
     #: selector -> identity (role, name) of the element in the snapshot each action of this
@@ -47,5 +43,3 @@ class OperationContext:
             return wanted
         return max(0.1, min(wanted, self.deadline - time.monotonic() - 0.3))
 
-    def secrets(self) -> list[str]:
-        return secret_values(self.known_variables)

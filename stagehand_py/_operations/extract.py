@@ -376,7 +376,7 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
         page = await read_page(ctx, selector=selector)
         if screenshot:  # of the page as read, once per read; every part's request carries it
             screenshot_note, images = await with_page_screenshot(ctx.page, "", selector=selector,
-                                                                variables=ctx.known_variables)
+                                                                variables=ctx.variables)
         return page
 
     async def attempt(page: PageRead) -> _Reading:
