@@ -13,6 +13,8 @@ check made in the page's world would have been fooled.
 from __future__ import annotations
 
 import logging
+import sys
+from pathlib import Path
 
 import pytest
 from _server import Response
@@ -137,3 +139,32 @@ async def test_a_field_playwright_cannot_parse_is_a_typed_error(new_stagehand, l
                      variables={"pw": Secret(PASSWORD, field="input[[")})
     assert PASSWORD not in str(info.value)
     assert await sh.page.input_value("#pw") == ""
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["field-bound", "control-plain-value"])
+async def test_the_agent_cannot_type_a_bound_secret_elsewhere(new_stagehand, login_page, caplog, bound: bool) -> None:
+    """The DOM agent's act and fill_form tools go through the same check: a model told by the page
+    to put the password into Notes gets a failed step, and Notes stays empty."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
+    from _script import AgentScript, call  # tests/agent/_script.py: the scripted agent model
+
+    caplog.set_level(logging.DEBUG, logger="stagehand_py")
+    script = AgentScript([
+        lambda seen: call("act", element_id=seen.id("textbox", "Notes"), method="fill", arguments=["%pw%"]),
+        lambda seen: call("fill_form", fields=[{"element_id": seen.id("textbox", "Notes"), "value": "%pw%"}]),
+        call("done", message="typed"),
+    ], others={"heal": lambda request: {"elements": []}})
+    sh = await new_stagehand(model=script)
+    await sh.page.goto(login_page.url("login"))
+    variables = {"pw": Secret(PASSWORD, field="#pw") if bound else PASSWORD}
+    result = await sh.agent().execute("Sign in", max_steps=4, variables=variables)
+    outcomes = [s for s in result.steps if s.tool in ("act", "fill_form")]
+    assert len(outcomes) == 2
+    if bound:
+        assert not any(s.ok for s in outcomes), [s.result for s in outcomes]
+        assert all("SecretPlacementError" in s.result for s in outcomes), [s.result for s in outcomes]
+        assert await sh.page.input_value("#notes") == ""
+    else:
+        assert await sh.page.input_value("#notes") == PASSWORD  # the control: the agent's fill lands
+    logged = "\n".join(f"{r.name}: {r.getMessage()}" for r in caplog.records if r.name.startswith("stagehand_py"))
+    assert PASSWORD not in logged and PASSWORD not in result.model_dump_json()
