@@ -273,11 +273,12 @@ class VariableSet:
 
     def redact(self, text: str) -> str:
         """``text`` with every hidden value and its echoes as ``%name%`` (:func:`redact_text`)."""
-        return redact_text(text, self._hidden) if self._hidden else text  # type: ignore[arg-type]  # checked by of()
+        return redact_text(text, self._hidden) if self.hides_anything else text  # type: ignore[arg-type]  # checked by of()
 
     @property
     def hides_anything(self) -> bool:
-        return bool(self._hidden)
+        """False when there is no value to hide (none given, or only empty ones): no redaction pass needed."""
+        return any(variable_value(name, spec) for name, spec in self._hidden.items())
 
     def secret_values(self) -> list[str]:
         """Every string to hide (values, TOTP seeds and codes around now): unique, longest first,
