@@ -168,3 +168,25 @@ async def test_the_agent_cannot_type_a_bound_secret_elsewhere(new_stagehand, log
         assert await sh.page.input_value("#notes") == PASSWORD  # the control: the agent's fill lands
     logged = "\n".join(f"{r.name}: {r.getMessage()}" for r in caplog.records if r.name.startswith("stagehand_py"))
     assert PASSWORD not in logged and PASSWORD not in result.model_dump_json()
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "control-plain-value"])
+async def test_the_computer_use_agent_refuses_a_bound_secret(new_stagehand, server, bound: bool) -> None:
+    """Typing by coordinates sends keys to whatever has the focus, which no check can pin down
+    first: a bound secret is refused outright (the page here focuses its Notes field)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
+    from _script import AgentScript, call  # tests/agent/_script.py: the scripted agent model
+
+    page = "<title>Sign in</title><label>Password <input id=pw></label><label>Notes <input id=notes autofocus></label>"
+    with server.route("/focus-login", lambda req: Response.html(page)):
+        sh = await new_stagehand(model=AgentScript([call("type", text="%pw%"), call("done", message="typed")]))
+        await sh.page.goto(server.url("focus-login"))
+        await sh.page.wait_for_function("document.activeElement && document.activeElement.id === 'notes'")
+        variables = {"pw": Secret(PASSWORD, field="#pw") if bound else PASSWORD}
+        result = await sh.agent(mode="cua").execute("Sign in", max_steps=3, variables=variables)
+    [typed] = [s for s in result.steps if s.tool == "type"]
+    if bound:
+        assert not typed.ok and "SecretPlacementError" in typed.result and PASSWORD not in typed.result
+        assert await sh.page.input_value("#notes") == ""
+    else:
+        assert typed.ok and await sh.page.input_value("#notes") == PASSWORD  # the control: the keys land
