@@ -16,6 +16,7 @@ redacted before it is quoted or chained.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -89,7 +90,7 @@ async def execute_action(
 
     spec, raw = check_arity(action.method, action.arguments)
     raw_texts = [str(a) for a in raw]
-    variables = variables or VariableSet.of(None)
+    variables = VariableSet.of(None) if variables is None else variables
     args = substitute(raw, variables)
     used = placeholders_in(raw_texts)
     # Only the variables this action uses can leak through it; redact exactly those.
@@ -117,7 +118,8 @@ async def execute_action(
             await check_placement(used, variables, element, (await element.owner_frame() or page.main_frame).url,
                                   selector=selector, method=spec.name)
         except BaseException:
-            await element.dispose()
+            with contextlib.suppress(PlaywrightError):  # the page navigated or closed: nothing to release
+                await element.dispose()
             raise
 
     async def resolve_other(target: str) -> ElementHandle:
