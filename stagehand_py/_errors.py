@@ -19,6 +19,7 @@ can catch everything with one ``except`` and still tell the cases apart::
     │   │   └── AmbiguousSelectorError  ...or to more than one element
     │   ├── UnsupportedMethodError    the action names a method we do not know
     │   └── ActionFailedError         the browser refused or the action threw
+    │       └── SecretPlacementError  a Secret would go outside its origins or field: nothing typed
     ├── StagehandTimeoutError         a per-call timeout ran out (also a TimeoutError)
     ├── LLMError                      talking to a model failed
     │   ├── ProviderError             the provider answered with an error (status, body)
@@ -62,6 +63,7 @@ __all__ = [
     "AmbiguousSelectorError",
     "UnsupportedMethodError",
     "ActionFailedError",
+    "SecretPlacementError",
     "StagehandTimeoutError",
     "LLMError",
     "ProviderError",
@@ -172,6 +174,15 @@ class UnsupportedMethodError(ActionError, InvalidArgumentError):
 
 class ActionFailedError(ActionError):
     """The element was found but the browser action on it failed."""
+
+
+class SecretPlacementError(ActionFailedError):
+    """An act would type a :class:`~stagehand_py.Secret` outside the origins or the field it is
+    bound to; nothing was typed. ``variable`` names it (never its value)."""
+
+    def __init__(self, message: str, *, variable: str = "", selector: str | None = None, method: str | None = None) -> None:
+        super().__init__(message, selector=selector, method=method)
+        self.variable = variable
 
 
 class StagehandTimeoutError(StagehandError, TimeoutError):

@@ -14,24 +14,26 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._actions._variables import check_variables
 from ._errors import InvalidArgumentError, InvalidSchemaError
+from ._secrets import VariableSet
 from .llm._structured import check_json_schema
 
 __all__ = ["check_inputs"]
 
 
 def check_inputs(what: str, *, variables: object = None, schema: object = None, schema_param: str = "schema",
-                 timeout: object = None) -> None:
+                 timeout: object = None) -> VariableSet:
     """Raise a typed :class:`InvalidArgumentError` naming ``what`` (e.g. ``"agent.execute"``) and
     the parameter (``schema_param`` for the schema's) unless ``variables`` is None or a mapping of names to values, ``schema`` is None, a pydantic
     model class or a JSON Schema dict whose every ``$ref`` is local and names something, and
-    ``timeout`` is None or a positive number of seconds."""
-    check_variables(variables, what=f"{what}(variables=...)")
+    ``timeout`` is None or a positive number of seconds. Returns the call's
+    :class:`~stagehand_py._secrets.VariableSet`, built here once (empty for no variables)."""
+    checked = VariableSet.of(variables, what=f"{what}(variables=...)")
     if schema is not None:
         _check_schema(schema, what=f"{what}({schema_param}=...)")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
+    return checked
 
 
 def _check_schema(schema: Any, *, what: str) -> None:

@@ -24,8 +24,8 @@ from ._errors import InvalidArgumentError
 if TYPE_CHECKING:  # _types reaches the LLM layer, whose tracing imports this module
     from ._types import VariableValue
 
-__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "Secret", "redact_secrets", "redact_text", "secret_forms",
-           "variable_value"]
+__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "Secret", "VariableSet", "redact_secrets", "redact_text",
+           "secret_forms", "variable_value"]
 
 
 #: Variable values shorter than this are redacted from page text only as whole tokens (and
@@ -50,7 +50,11 @@ class Secret:
 
     - ``origins``: the only origins (``scheme://host[:port]``) of the frame whose field may
       receive it; an act that would type it anywhere else is refused with
-      :class:`ActionFailedError`, whatever the model chose. Empty: anywhere (as a plain value).
+      :class:`SecretPlacementError`, whatever the model chose. Empty: anywhere (as a plain value).
+    - ``field``: a selector the receiving element must match in its own document (CSS, or
+      ``xpath=...``; ``css=`` may be written), checked from Playwright's utility world before any
+      key is sent; any other element is refused with :class:`SecretPlacementError`. Empty: any
+      field (of the allowed origins).
     - ``totp=True``: ``value`` is a base32 TOTP seed (RFC 6238, 30 s, 6 digits, as
       authenticator apps use); what gets typed is the code current at the moment of typing.
       The seed and the codes around now are redacted wherever a value would be.
@@ -63,10 +67,15 @@ class Secret:
     origins: Sequence[str] = field(default=(), kw_only=True)
     totp: bool = field(default=False, kw_only=True)
     description: str = field(default="", kw_only=True)
+    field: str = field(default="", kw_only=True)  # last: from here on, `field` in this body is this attribute
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, str) or not self.value:
             raise InvalidArgumentError("Secret(value) must be a non-empty string.")
+        if not isinstance(self.field, str) or (self.field and not self.field.strip()):
+            raise InvalidArgumentError(
+                f"Secret(field=...) must be a CSS selector or 'xpath=...' naming the one field the value may be typed "
+                f"into (e.g. field='#password'), not {type(self.field).__name__} {self.field!r}.")
         if isinstance(self.origins, str):
             object.__setattr__(self, "origins", (self.origins,))
         object.__setattr__(self, "origins", tuple(self.origins))
@@ -79,7 +88,7 @@ class Secret:
                 ) from None
 
     def __repr__(self) -> str:
-        return f"Secret(origins={list(self.origins)!r}, totp={self.totp})"
+        return f"Secret(origins={list(self.origins)!r}, totp={self.totp}" + (f", field={self.field!r})" if self.field else ")")
 
     __str__ = __repr__
 
@@ -154,6 +163,131 @@ def redact_secrets(text: str, values: Iterable[str]) -> str:
     under the same rules as :func:`redact_text`."""
     names = {str(v): SECRET_PLACEHOLDER.strip("%") for v in values if str(v)}
     return _redact(text, names) if names and text else text
+
+
+#: A variable name: what ``%name%`` can refer to.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class VariableSet:
+    """The variables of one call, built once where the call comes in (:meth:`of`) and the only
+    form the layers below read:
+
+    - the values a ``%name%`` placeholder may name (:meth:`value`: a TOTP seed gives the code of
+      the moment), and what the model may know of each (:attr:`descriptions`, never a value);
+    - where each may be typed (:meth:`placement`: a :class:`Secret` bound to origins or a field);
+    - every value to hide (:meth:`redact`, :meth:`secret_values`): every variable's value is
+      secret, this call's and, for a :class:`~stagehand_py.Stagehand`, those of its earlier calls
+      (:meth:`remembering`), since a page may still show a value typed minutes ago.
+
+    Its ``repr`` shows names only.
+    """
+
+    __slots__ = ("_given", "_hidden")
+
+    def __init__(self, given: Mapping[str, object], hidden: Mapping[str, object]) -> None:
+        # Private: use VariableSet.of(), which checks what it is given.
+        self._given: dict[str, object] = dict(given)
+        self._hidden: dict[str, object] = dict(hidden)
+
+    @classmethod
+    def of(cls, variables: object, *, what: str = "variables") -> VariableSet:
+        """The set of ``variables`` (None: none; a set: itself), after the check every entry point
+        makes: a mapping of placeholder names to a str, int, float, ``{"value": ..., "description":
+        ...}`` or :class:`Secret`. Raises :class:`InvalidArgumentError` naming ``what`` and the
+        variable, never a value."""
+        if variables is None:
+            return _EMPTY
+        if isinstance(variables, VariableSet):
+            return variables
+        if not isinstance(variables, Mapping):
+            # A list or a string here used to fail deep inside with AttributeError or ValueError.
+            raise InvalidArgumentError(
+                f"{what}: variables must be a mapping of name -> value (or -> {{'value': ..., 'description': ...}}), "
+                f"not a {type(variables).__name__}: e.g. variables={{'username': 'ada'}}.")
+        for name, spec in variables.items():
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise InvalidArgumentError(
+                    f"{what}: variable name {name!r} cannot be used as a placeholder; names must match "
+                    "[A-Za-z_][A-Za-z0-9_]* so that %name% can refer to them.")
+            try:
+                variable_value(name, spec)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"{what}: {exc}") from None
+        return cls(variables, variables)
+
+    def remembering(self, earlier: VariableSet) -> VariableSet:
+        """This set, hiding also every value ``earlier`` hides. A name given again with another
+        value keeps the earlier value hidden as ``<name>_was<n>``: the page may still show it."""
+        hidden = dict(earlier._hidden)
+        for name, spec in self._given.items():
+            before = hidden.get(name)
+            if before is not None and variable_value(name, before) != variable_value(name, spec):
+                n = 1
+                while f"{name}_was{n}" in hidden:
+                    n += 1
+                hidden[f"{name}_was{n}"] = before
+            hidden[name] = spec
+        return VariableSet(self._given, hidden)
+
+    def only(self, names: Iterable[str]) -> VariableSet:
+        """The variables named in ``names`` (unknown names skipped), hiding only their values."""
+        given = {name: self._given[name] for name in names if name in self._given}
+        return VariableSet(given, given)
+
+    @property
+    def given(self) -> dict[str, VariableValue]:
+        """This call's variables as the caller wrote them (to hand on to a public verb)."""
+        return dict(self._given)  # type: ignore[arg-type]  # checked by of()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._given)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._given
+
+    def __bool__(self) -> bool:
+        return bool(self._given)
+
+    def __repr__(self) -> str:
+        return f"VariableSet(names={self.names!r}, hidden={len(self._hidden)})"
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        """``{name: description}``: all the model may know of each variable (``""`` for a plain value)."""
+        described: dict[str, str] = {}
+        for name, spec in self._given.items():
+            text = spec.get("description", "") if isinstance(spec, Mapping) else getattr(spec, "description", "")
+            described[name] = str(text or "")
+        return described
+
+    def value(self, name: str) -> str:
+        """The string ``%name%`` stands for now (a TOTP secret: the current code)."""
+        return variable_value(name, self._given[name])
+
+    def placement(self, name: str) -> Secret | None:
+        """The :class:`Secret` of ``name`` when it is bound to origins or a field, else None."""
+        spec = self._given.get(name)
+        return spec if isinstance(spec, Secret) and (spec.origins or spec.field) else None
+
+    def redact(self, text: str) -> str:
+        """``text`` with every hidden value and its echoes as ``%name%`` (:func:`redact_text`)."""
+        return redact_text(text, self._hidden) if self.hides_anything else text  # type: ignore[arg-type]  # checked by of()
+
+    @property
+    def hides_anything(self) -> bool:
+        """False when there is no value to hide (none given, or only empty ones): no redaction pass needed."""
+        return any(variable_value(name, spec) for name, spec in self._hidden.items())
+
+    def secret_values(self) -> list[str]:
+        """Every string to hide (values, TOTP seeds and codes around now): unique, longest first,
+        for the layers that redact without names (the model client's logs, Playwright's text)."""
+        values = {form for spec in self._hidden.values() for form in secret_forms(spec)}
+        return sorted((v for v in values if v), key=lambda v: (-len(v), v))
+
+
+_EMPTY = VariableSet({}, {})
 
 
 def _redact(text: str, names: Mapping[str, str]) -> str:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar, Un
 from playwright.async_api import Page
 from pydantic import BaseModel
 
-from ._actions import placeholder_descriptions
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._inputs import check_inputs
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
@@ -22,7 +22,7 @@ from ._operations import extract as _extract
 from ._operations import observe as _observe
 from ._operations._context import OperationContext
 from ._operations.expect import Expectation
-from ._secrets import variable_value
+from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, PageSession, PageSessions
 from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._options import BrowserOptions
@@ -123,7 +123,8 @@ class Stagehand:
         self._self_heal = bool(self_heal)
         self._token_budget = token_budget or token_budget_for(self._models.model_name)
         self._dom_settle_timeout = float(dom_settle_timeout)
-        self._known_variables: dict[str, Any] = {}
+        # Every variable this Stagehand was given: their values stay hidden in later calls too.
+        self._variables_seen = VariableSet.of(None)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -331,25 +332,10 @@ class Stagehand:
     async def _install_helpers(self) -> None:
         await self._driven().install_helpers()
 
-    def _remember_variables(self, variables: Variables) -> None:
-        """Keep every value this Stagehand was given, for redaction in later calls too. A name
-        given again with another value keeps the earlier value as ``<name>_was<n>``: the page
-        may still show it, and it must stay as hidden as the new one."""
-        for name, spec in variables.items():
-            earlier = self._known_variables.get(name)
-            if earlier is not None and variable_value(name, earlier) != variable_value(name, spec):
-                n = 1
-                while f"{name}_was{n}" in self._known_variables:
-                    n += 1
-                self._known_variables[f"{name}_was{n}"] = earlier
-            self._known_variables[name] = spec
-
-    def _context(self, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
-        # Computed once per call (names checked before anything else happens); every prompt of
-        # the call, heal included, uses these.
-        descriptions = placeholder_descriptions(variables) if variables else {}
-        if variables:
-            self._remember_variables(variables)
+    def _context(self, what: str, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
+        # Built once per call (checked before anything else happens); every prompt of the call,
+        # heal included, and the executor read this set.
+        self._variables_seen = check_inputs(what, variables=variables).remembering(self._variables_seen)
         client, missing_model = self._models.client, ""  # made at construction when a model was given
         if client is None:
             client, missing_model = self._models.for_call()
@@ -361,8 +347,7 @@ class Stagehand:
             dom_settle_timeout=self._dom_settle_timeout,
             self_heal=self._self_heal,
             cache=self._cache,
-            known_variables=self._known_variables,
-            variable_descriptions=descriptions,
+            variables=self._variables_seen,
             deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
         )
 
@@ -376,7 +361,7 @@ class Stagehand:
             async with asyncio.timeout(timeout) as scope:
                 await session.install_helpers()
                 return await traced_operation(what, operation, instruction=instruction, url=session.page.url,
-                                              variables=self._known_variables)
+                                              variables=self._variables_seen)
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise
@@ -407,9 +392,9 @@ class Stagehand:
         page's DOM confidence is low or the outline alone yields nothing; ``True`` always, ``False`` never.
         """
         instruction = _check_instruction("observe", instruction, required=False)
-        ctx = self._context(variables, timeout)
+        ctx = self._context("observe", variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
-            ctx, instruction, variables=ctx.variable_descriptions, selector=selector,
+            ctx, instruction, selector=selector,
             ignore_selectors=list(ignore_selectors), vision=vision,
         ), instruction=instruction, session=ctx.session)
 
@@ -439,13 +424,13 @@ class Stagehand:
                     f"{type(element).__name__} with {type(action).__name__}.")
             self._driven().identities[action.selector] = element
         if isinstance(action, Action):
-            ctx = self._context(variables, timeout)
-            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action, variables or {}))
+            ctx = self._context("act", variables, timeout)
+            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action))
         if isinstance(action, str):
             instruction = _required_instruction("act", action)
-            ctx = self._context(variables, timeout)
+            ctx = self._context("act", variables, timeout)
             return await self._act_reporting(
-                ctx, timeout, lambda: _act.act_instruction(ctx, instruction, variables or {}, vision),
+                ctx, timeout, lambda: _act.act_instruction(ctx, instruction, vision),
                 instruction=instruction)
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
@@ -491,7 +476,7 @@ class Stagehand:
         only visible as pixels can be read; it needs a model that accepts images.
         """
         instruction = _check_instruction("extract", instruction, required=False)
-        ctx = self._context(timeout=timeout)
+        ctx = self._context("extract", timeout=timeout)
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
                                                                               screenshot=screenshot),
                                instruction=instruction, session=ctx.session)
@@ -506,7 +491,7 @@ class Stagehand:
         evidence when the claim does not hold; ``None`` (default) raises inside a pytest test only.
         """
         checked = _required_instruction("expect", claim)
-        ctx = self._context(timeout=timeout)
+        ctx = self._context("expect", timeout=timeout)
         verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
                                   instruction=checked, session=ctx.session)
         under_pytest = "PYTEST_CURRENT_TEST" in os.environ
@@ -543,7 +528,7 @@ class Stagehand:
         from .agent._judge import evaluate_page
 
         client = self._models.make(model) if model is not None else self._models.require()
-        known = self._known_variables
+        known = self._variables_seen
         return await self._run("evaluate", timeout,
                                lambda: evaluate_page(self, client, question, screenshot=screenshot, variables=known),
                                instruction=question)

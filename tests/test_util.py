@@ -106,24 +106,22 @@ def _refs(node: Any) -> list[str]:
     return []
 
 
-async def test_placeholder_descriptions_are_computed_once_per_call(page, server, monkeypatch) -> None:
-    import sys
-
+async def test_the_variable_set_is_built_once_per_call(page, server, monkeypatch) -> None:
     from operations._ops import element, find_id
 
     from stagehand_py import Stagehand
-    from stagehand_py._actions import placeholder_descriptions
+    from stagehand_py._secrets import VariableSet
     from stagehand_py.testing import FunctionLLM
 
     calls: list[object] = []
+    build = VariableSet.of.__func__  # type: ignore[attr-defined]
 
-    def counted(variables: Any) -> dict[str, str]:
-        calls.append(variables)
-        return placeholder_descriptions(variables)
+    def counted(cls: type[VariableSet], variables: Any, **kwargs: Any) -> VariableSet:
+        if variables is not None and not isinstance(variables, VariableSet):
+            calls.append(variables)
+        return build(cls, variables, **kwargs)  # type: ignore[no-any-return]
 
-    for module in list(sys.modules.values()):  # every module that took the name in
-        if (module.__name__ or "").startswith("stagehand_py") and getattr(module, "placeholder_descriptions", None) is placeholder_descriptions:
-            monkeypatch.setattr(module, "placeholder_descriptions", counted)
+    monkeypatch.setattr(VariableSet, "of", classmethod(counted))
 
     shown: list[str] = []
 
@@ -135,5 +133,5 @@ async def test_placeholder_descriptions_are_computed_once_per_call(page, server,
     sh = Stagehand(page, model=FunctionLLM(model))
     [action] = await sh.observe("the username field", variables={"user": {"value": "ada", "description": "the login"}})
     assert action.arguments == ["%user%"]
-    assert len(calls) == 1  # the previous code computed them twice for one observe
+    assert len(calls) == 1  # built once where the call came in; everything below reads that set
     assert "%user%" in shown[0] and "the login" in shown[0]  # the one computation reached the prompt

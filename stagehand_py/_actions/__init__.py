@@ -5,8 +5,8 @@
   roots (closed ones too, once :func:`install_page_helpers` ran);
 - :func:`execute_action` validates, substitutes ``%variables%``, resolves and runs one of
   the registered methods (:data:`METHODS`), translating Playwright's errors;
-- :func:`substitute`, :func:`placeholder_descriptions`, :func:`secret_values` handle
-  variables without ever exposing their values;
+- :func:`substitute` fills placeholders from a :class:`~stagehand_py._secrets.VariableSet`
+  without ever exposing the values;
 - :func:`wait_for_settled_dom` and :class:`PageWatch` wait for the network to go quiet and
   tell whether an action navigated or opened a page.
 """
@@ -25,7 +25,7 @@ from ._settle import (
     wait_for_settled_dom,
     watch_page,
 )
-from ._variables import PLACEHOLDER, placeholder_descriptions, placeholders_in, secret_values, substitute
+from ._variables import PLACEHOLDER, placeholders_in, substitute
 
 __all__ = [
     "DEFAULT_LONG_POLL_MS",
@@ -44,10 +44,8 @@ __all__ = [
     "page_clock",
     "normalize_method",
     "parse_canonical_xpath",
-    "placeholder_descriptions",
     "placeholders_in",
     "resolve_element",
-    "secret_values",
     "substitute",
     "wait_for_change",
     "wait_for_settled_dom",

@@ -16,6 +16,7 @@ redacted before it is quoted or chained.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -24,12 +25,13 @@ from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
 
 from .._errors import ActionError, InvalidArgumentError, PageClosedError, StagehandError
-from .._types import Action, VariableValue
+from .._secrets import VariableSet
+from .._types import Action
 from ..tracing._spans import traced_action
 from ._methods import MethodCall, check_arity
 from ._resolve import DEFAULT_TIMEOUT, resolve_element
 from ._translate import redact, safe_cause, translate_error
-from ._variables import check_secret_origins, placeholders_in, secret_values, substitute
+from ._variables import check_placement, placeholders_in, substitute
 
 __all__ = ["execute_action"]
 
@@ -51,7 +53,7 @@ async def execute_action(
     page: Page,
     action: Action,
     *,
-    variables: Mapping[str, VariableValue] | None = None,
+    variables: VariableSet | None = None,
     xpath_map: Mapping[str, str] | None = None,
     timeout: float | None = None,
     actionable_within: float | None = None,
@@ -59,7 +61,8 @@ async def execute_action(
 ) -> None:
     """Perform ``action`` on ``page``; return when the browser has done it (not settled).
 
-    ``variables`` fill the ``%name%`` placeholders of ``action.arguments``; ``xpath_map``
+    ``variables`` (the call's set) fill the ``%name%`` placeholders of ``action.arguments``; a
+    :class:`~stagehand_py.Secret` among them goes only where it is bound; ``xpath_map``
     (snapshot element id -> xpath) lets ``drag_and_drop`` name its target by id;
     ``timeout`` (seconds, default :data:`DEFAULT_TIMEOUT`) bounds resolution and the action
     together, the navigation a click starts included. ``actionable_within`` (seconds, at most
@@ -70,7 +73,8 @@ async def execute_action(
 
     Raises :class:`UnsupportedMethodError`, :class:`InvalidArgumentError` (wrong arguments),
     :class:`UnknownVariableError` (all three before any browser call),
-    :class:`ElementNotFoundError` / :class:`AmbiguousSelectorError`,
+    :class:`ElementNotFoundError` / :class:`AmbiguousSelectorError`, :class:`SecretPlacementError`
+    (before anything is sent to the element),
     :class:`ActionFailedError`, :class:`StagehandTimeoutError` or :class:`PageClosedError`.
     """
     if not isinstance(action, Action):
@@ -86,10 +90,11 @@ async def execute_action(
 
     spec, raw = check_arity(action.method, action.arguments)
     raw_texts = [str(a) for a in raw]
+    variables = VariableSet.of(None) if variables is None else variables
     args = substitute(raw, variables)
     used = placeholders_in(raw_texts)
     # Only the variables this action uses can leak through it; redact exactly those.
-    secrets = secret_values({name: variables[name] for name in used}) if (used and variables) else []
+    secrets = variables.only(used).secret_values() if used else []
     params = spec.prepare(args, raw_texts, xpath_map)
 
     # raw_texts holds placeholders, never substituted values: safe to log.
@@ -108,8 +113,14 @@ async def execute_action(
     except ActionError as exc:
         exc.method = exc.method or spec.name  # the resolver does not know what it resolved for
         raise
-    if used:  # a Secret bound to origins goes only into a field of a frame of one of them
-        check_secret_origins(used, variables, (await element.owner_frame() or page.main_frame).url)
+    if used:  # a bound Secret goes only into its field, in a frame of one of its origins
+        try:
+            await check_placement(used, variables, element, (await element.owner_frame() or page.main_frame).url,
+                                  selector=selector, method=spec.name)
+        except BaseException:
+            with contextlib.suppress(PlaywrightError):  # the page navigated or closed: nothing to release
+                await element.dispose()
+            raise
 
     async def resolve_other(target: str) -> ElementHandle:
         # A drag target may come from a variable: keep its value out of the not-found message.

@@ -1,4 +1,6 @@
-"""``%name%`` placeholders in action arguments, filled from the caller's variables at execution time.
+"""``%name%`` placeholders in action arguments, filled from the call's
+:class:`~stagehand_py._secrets.VariableSet` at execution time, and the check of where a bound
+:class:`~stagehand_py.Secret` may go.
 
 The model only ever sees placeholder names (and optional descriptions); the values go
 straight from the caller to the browser. Hence the rules here:
@@ -16,57 +18,23 @@ straight from the caller to the browser. Hence the rules here:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from .._errors import ActionFailedError, InvalidArgumentError, UnknownVariableError
-from .._secrets import Secret, secret_forms
-from .._secrets import variable_value as _value_of
-from .._types import VariableValue
+from playwright.async_api import ElementHandle
+
+from .._errors import InvalidArgumentError, SecretPlacementError, UnknownVariableError
+from .._secrets import VariableSet
 from .._util import url_parts
 
 __all__ = [
     "PLACEHOLDER",
-    "check_secret_origins",
-    "check_variables",
-    "placeholder_descriptions",
+    "check_placement",
     "placeholders_in",
-    "secret_values",
     "substitute",
 ]
 
 #: A placeholder: ``%name%``; group 1 is the name.
 PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _check_names(variables: Mapping[str, object]) -> None:
-    if not isinstance(variables, Mapping):
-        # A list or a string here used to fail deep inside with AttributeError.
-        raise InvalidArgumentError(
-            f"variables must be a mapping of name -> value (or -> {{'value': ..., 'description': ...}}), "
-            f"not a {type(variables).__name__}: e.g. variables={{'username': 'ada'}}."
-        )
-    for name in variables:
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise InvalidArgumentError(
-                f"variable name {name!r} cannot be used as a placeholder; names must match "
-                "[A-Za-z_][A-Za-z0-9_]* so that %name% can refer to them."
-            )
-
-
-def check_variables(variables: object, *, what: str = "variables") -> None:
-    """Raise :class:`InvalidArgumentError` (naming ``what`` and the variable, never a value) unless
-    ``variables`` is None or a mapping of placeholder names to usable values: the check every
-    entry point makes before anything runs, so a list or a string fails here, typed, and not deep
-    inside as a ``ValueError``."""
-    if variables is None:
-        return
-    try:
-        _check_names(variables)  # type: ignore[arg-type]  # checked at run time: callers pass anything
-        for name, spec in variables.items():  # type: ignore[attr-defined]
-            _value_of(name, spec)
-    except InvalidArgumentError as exc:
-        raise InvalidArgumentError(f"{what}: {exc}") from None
 
 
 def placeholders_in(arguments: Sequence[object]) -> list[str]:
@@ -79,16 +47,13 @@ def placeholders_in(arguments: Sequence[object]) -> list[str]:
     return list(seen)
 
 
-def substitute(arguments: Sequence[object], variables: Mapping[str, VariableValue] | None) -> list[str]:
+def substitute(arguments: Sequence[object], variables: VariableSet) -> list[str]:
     """Return ``arguments`` with every ``%name%`` replaced by its variable's value.
 
     Numbers in ``arguments`` become strings. Raises :class:`UnknownVariableError` when a
-    placeholder has no variable (even when ``variables`` is empty or None) and
-    :class:`InvalidArgumentError` for an argument that is not a string or number, or a
-    variable that is malformed.
+    placeholder has no variable (even when ``variables`` is empty) and
+    :class:`InvalidArgumentError` for an argument that is not a string or number.
     """
-    variables = variables or {}
-    _check_names(variables)
     texts: list[str] = []
     for position, argument in enumerate(arguments, start=1):
         if isinstance(argument, bool) or not isinstance(argument, (str, int, float)):
@@ -99,7 +64,7 @@ def substitute(arguments: Sequence[object], variables: Mapping[str, VariableValu
     used = placeholders_in(texts)
     missing = [name for name in used if name not in variables]
     if missing:
-        available = sorted(variables)
+        available = variables.names
         listed = ", ".join(f"%{name}%" for name in missing)
         raise UnknownVariableError(
             f"the action uses {listed} but no variable of that name was given "
@@ -108,49 +73,55 @@ def substitute(arguments: Sequence[object], variables: Mapping[str, VariableValu
             missing=missing,
             available=available,
         )
-    values = {name: _value_of(name, variables[name]) for name in used}
+    values = {name: variables.value(name) for name in used}
     return [PLACEHOLDER.sub(lambda m: values[m.group(1)], text) for text in texts]
 
 
-def placeholder_descriptions(variables: Mapping[str, VariableValue] | None) -> dict[str, str]:
-    """``{name: description}`` for prompts: what the model may know about each variable.
-
-    The description is ``""`` for plain values. Values are never included.
-    """
-    variables = variables or {}
-    _check_names(variables)
-    described: dict[str, str] = {}
-    for name, spec in variables.items():
-        description = spec.get("description", "") if isinstance(spec, Mapping) else getattr(spec, "description", "")
-        described[name] = str(description or "")
-    return described
-
-
-def secret_values(variables: Mapping[str, VariableValue] | None) -> list[str]:
-    """Every variable's value as a string, for redaction: non-empty, unique, longest first.
-
-    Longest first so that redacting ``"abc"`` does not leave the tail of ``"abcdef"``.
-    """
-    variables = variables or {}
-    values = {form for spec in variables.values() for form in secret_forms(spec)}
-    return sorted((v for v in values if v), key=lambda v: (-len(v), v))
-
-
-def check_secret_origins(used: Sequence[str], variables: Mapping[str, VariableValue] | None, frame_url: str) -> None:
-    """Raise :class:`ActionFailedError`, before anything is typed, when a placeholder in ``used``
-    names a :class:`Secret` bound to origins and ``frame_url`` (the frame of the element about to
-    receive it) is not one of them. The model's choice of element does not matter: the check is
-    on where the element really is."""
+async def check_placement(used: Sequence[str], variables: VariableSet, element: ElementHandle, frame_url: str, *,
+                          selector: str, method: str) -> None:
+    """Raise :class:`SecretPlacementError`, before anything is typed, when a placeholder in ``used``
+    names a :class:`~stagehand_py.Secret` bound to origins that ``frame_url`` (the frame of
+    ``element``, the element about to receive it) is not one of, or bound to a field ``element``
+    does not match. The model's choice does not matter: the check is on where the element really
+    is, asked from Playwright's utility world (page scripts cannot answer for it)."""
     for name in used:
-        spec = (variables or {}).get(name)
-        if not isinstance(spec, Secret) or not spec.origins:
+        rule = variables.placement(name)
+        if rule is None:
             continue
         here = _origin(frame_url)
-        if here is None or here not in {_origin(o) for o in spec.origins}:
-            raise ActionFailedError(
-                f"%{name}% may only be typed into a page of {', '.join(spec.origins)}; the field is on "
-                f"{here or 'a page with no origin'}, so nothing was typed. Navigate to the right page first."
-            )
+        if rule.origins and (here is None or here not in {_origin(o) for o in rule.origins}):
+            raise SecretPlacementError(
+                f"%{name}% may only be typed into a page of {', '.join(rule.origins)}; the field is on "
+                f"{here or 'a page with no origin'}, so nothing was typed. Navigate to the right page first.",
+                variable=name, selector=selector, method=method)
+        if rule.field and not await _matches(element, rule.field):
+            raise SecretPlacementError(
+                f"%{name}% may only be typed into the field {rule.field!r}; {method} chose {selector}, which is "
+                "another element, so nothing was typed. Act on that field (observe again to find it).",
+                variable=name, selector=selector, method=method)
+
+
+async def _matches(element: ElementHandle, field: str) -> bool:
+    """True when ``element`` matches the selector ``field`` in its own document: a CSS selector
+    (``css=`` optional) or ``xpath=...``. Both are evaluated by Playwright's selector engines in
+    its utility world, so a page that overrides ``matches``, ``querySelector`` or
+    ``document.evaluate`` cannot make another element pass."""
+    if field.startswith("xpath=") or field.startswith("/"):
+        path = field.removeprefix("xpath=")
+        # `count(. | S) = count(S)`: the element is one of the nodes S selects (XPath 1.0 has no `is`).
+        query = f"xpath=self::node()[count(. | {path}) = count({path})]"
+    else:
+        query = f"css=:scope:is({field.removeprefix('css=')})"
+    try:
+        found = await element.query_selector(query)
+    except Exception as exc:  # Playwright rejects the selector: the rule itself is wrong
+        raise InvalidArgumentError(
+            f"Secret(field={field!r}) is not a selector Playwright can evaluate ({str(exc).splitlines()[0]}); "
+            "write a CSS selector (e.g. '#password') or 'xpath=//input[@name=\'pw\']'.") from exc
+    if found is None:
+        return False
+    await found.dispose()
+    return True
 
 
 def _origin(url: str) -> str | None:

@@ -9,11 +9,10 @@ from typing import Any
 
 from playwright.async_api import Page
 
-from .._actions import secret_values
 from .._cache import ElementIdentity
 from .._errors import ConfigurationError
+from .._secrets import VariableSet
 from .._session import PageSession
-from .._types import VariableValue
 from ..llm import LLMClient
 
 __all__ = ["OperationContext"]
@@ -33,12 +32,9 @@ class OperationContext:
     dom_settle_timeout: float
     self_heal: bool
     cache: Any = None
-    #: Every variable seen by this Stagehand (name -> spec); their values are redacted from
-    #: all page text sent to the model, also in later calls that pass no variables.
-    known_variables: dict[str, VariableValue] = field(default_factory=dict)
-    #: This call's variables as the model may see them (``%name%`` -> description), computed
-    #: once per call; the names were checked when they were.
-    variable_descriptions: dict[str, str] = field(default_factory=dict)
+    #: This call's variables, built once when the call came in; they hide every value this
+    #: Stagehand was given, also in later calls that pass no variables.
+    variables: VariableSet = field(default_factory=lambda: VariableSet.of(None))
     #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
     deadline: float | None = None
     #: The session's page and identities (selector -> role and name of the element in the
@@ -63,5 +59,3 @@ class OperationContext:
             return wanted
         return max(0.1, min(wanted, self.deadline - time.monotonic() - 0.3))
 
-    def secrets(self) -> list[str]:
-        return secret_values(self.known_variables)

@@ -22,15 +22,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 
 from .._actions import DEFAULT_TIMEOUT, execute_action, resolve_element, watch_page
 from .._cache import CacheEntry, ElementIdentity
-from .._errors import ActionError, ActionFailedError, ElementNotFoundError, StagehandTimeoutError
+from .._errors import ActionError, ActionFailedError, ElementNotFoundError, SecretPlacementError, StagehandTimeoutError
 from .._prompts.act import heal_system, heal_user
 from .._prompts.common import Fence
 from .._prompts.observe import ObserveAnswer
-from .._types import Action, ActResult, VariableValue
+from .._types import Action, ActResult
 from ._answers import check_elements
 from ._context import OperationContext
 from ._identity import identity_in, identity_matches, remember
@@ -58,54 +57,53 @@ def _action_timeout(ctx: OperationContext) -> float:
     return ctx.action_timeout(DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
 
 
-async def _execute(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
+async def _execute(ctx: OperationContext, action: Action,
                    actionable_within: float, dispatched: list[str]) -> None:
     async with watch_page(ctx.page) as watch:
-        await execute_action(ctx.page, action, variables=variables, timeout=_action_timeout(ctx),
+        await execute_action(ctx.page, action, variables=ctx.variables, timeout=_action_timeout(ctx),
                              actionable_within=actionable_within, dispatched=dispatched)
         await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
 
 
-async def run_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
-                     dispatched: list[str] | None = None) -> tuple[Action, bool]:
+async def run_action(ctx: OperationContext, action: Action, dispatched: list[str] | None = None) -> tuple[Action, bool]:
     """Run ``action``; heal it once if it failed before it was sent and healing is possible.
     Returns (what ran, healed); ``dispatched`` receives what was sent to the page."""
     can_heal = _can_heal(ctx)
     sent: list[str] = []
     try:
-        await _execute(ctx, action, variables, probe_timeout(ctx) if can_heal else _action_timeout(ctx), sent)
+        await _execute(ctx, action, probe_timeout(ctx) if can_heal else _action_timeout(ctx), sent)
         return action, False
     except _HEALABLE as exc:
-        if not can_heal or sent:  # sent: it may have taken effect; never run it again
+        # sent: it may have taken effect; never run it again. A refused secret: the model's choice
+        # was the problem, and re-asking the model that chose it is no fix.
+        if not can_heal or sent or isinstance(exc, SecretPlacementError):
             raise
         logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)
-        return await _heal_and_run(ctx, action, variables, f"failed ({exc})", dispatched)
+        return await _heal_and_run(ctx, action, f"failed ({exc})", dispatched)
     finally:
         if dispatched is not None:
             dispatched.extend(sent)
 
 
-async def _heal_and_run(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
-                        why: str, dispatched: list[str] | None, role: str | None = None) -> tuple[Action, bool]:
+async def _heal_and_run(ctx: OperationContext, action: Action, why: str, dispatched: list[str] | None, role: str | None = None) -> tuple[Action, bool]:
     """Re-locate ``action``'s element by description (one model call) and run it there.
 
     ``why`` completes "<method> on <selector> ..." in the error when nothing fits; ``role``: the
     recorded element's role, which the re-located element must have.
     """
-    healed = await heal(ctx, action, ctx.variable_descriptions, role=role)
+    healed = await heal(ctx, action, role=role)
     if healed is None:
         raise ElementNotFoundError(
             f"{action.method} on {action.selector} {why} and self-heal found no element matching "
             f"{action.description or 'the action'!r} on the page now. Observe the page again.",
             selector=action.selector, method=action.method,
         )
-    await _execute(ctx, healed, variables, _action_timeout(ctx), dispatched if dispatched is not None else [])
+    await _execute(ctx, healed, _action_timeout(ctx), dispatched if dispatched is not None else [])
     logger.info("healed: %s now runs on %s", action.method, healed.selector)
     return healed, True
 
 
-async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, str], *,
-               role: str | None = None) -> Action | None:
+async def heal(ctx: OperationContext, action: Action, *, role: str | None = None) -> Action | None:
     """Re-locate ``action``'s element on a fresh read of the page (one model call on the best part).
 
     With ``role`` (the element it was planned on was a button, a textbox...), an answer of another
@@ -120,8 +118,8 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
         # Keep the original method and arguments: only the element is re-located.
         elements = [e.model_copy(update={"method": action.method, "arguments": list(action.arguments)})
                     for e in out.elements[:1]]
-        problems, found = check_elements(elements, page.snapshot, variables)
-        now = identity_in(page.snapshot, found[0].selector, variables) if found and role is not None else None
+        problems, found = check_elements(elements, page.snapshot, ctx.variables.descriptions)
+        now = identity_in(page.snapshot, found[0].selector, ctx.variables) if found and role is not None else None
         if found and role is not None and (now is None or now.role != role):
             return [f"elements[0] is {'a ' + now.role if now else 'not an element of the outline'}, but the action "
                     f"was on a {role}: choose the {role} that fits the description."], []
@@ -139,30 +137,29 @@ async def heal(ctx: OperationContext, action: Action, variables: Mapping[str, st
     return healed
 
 
-async def run_checked(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue],
-                      dispatched: list[str] | None = None) -> tuple[Action, bool]:
+async def run_checked(ctx: OperationContext, action: Action, dispatched: list[str] | None = None) -> tuple[Action, bool]:
     """Run ``action``, but first check that its selector still names the element it was planned
     on (role and name, when this Stagehand planned or observed it): if the page swapped another
     element in since (a "Delete" where "Save" was), re-locate the planned one, or refuse."""
     identity = ctx.identities.get(action.selector)
     if identity is None or await identity_matches(ctx, action, identity, wait=probe_timeout(ctx)):
-        return await run_action(ctx, action, variables, dispatched)
+        return await run_action(ctx, action, dispatched)
     why = f"no longer names the {identity.role} {identity.name!r} it was planned on"
     if not _can_heal(ctx):
         raise ActionFailedError(
             f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
             selector=action.selector, method=action.method,
         )
-    return await _heal_and_run(ctx, action, variables, why, dispatched, identity.role)
+    return await _heal_and_run(ctx, action, why, dispatched, identity.role)
 
 
 async def _run_cached(ctx: OperationContext, action: Action, identity: ElementIdentity | None,
-                      variables: Mapping[str, VariableValue], dispatched: list[str]) -> tuple[Action, bool]:
+                      dispatched: list[str]) -> tuple[Action, bool]:
     """Run one cached step: first check that its selector still names the element it was cached for."""
     if identity is None or await identity_matches(ctx, action, identity, wait=probe_timeout(ctx)):
         if identity is not None:
             ctx.identities[action.selector] = identity
-        return await run_action(ctx, action, variables, dispatched)
+        return await run_action(ctx, action, dispatched)
     if not _can_heal(ctx):
         raise ElementNotFoundError(
             f"the cached {action.method} on {action.selector} is stale: that path now names a different element "
@@ -171,12 +168,11 @@ async def _run_cached(ctx: OperationContext, action: Action, identity: ElementId
             selector=action.selector, method=action.method,
         )
     logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
-    return await _heal_and_run(ctx, action, variables, "(cached) names a different element now", dispatched,
+    return await _heal_and_run(ctx, action, "(cached) names a different element now", dispatched,
                                identity.role)
 
 
-async def replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry,
-                 variables: Mapping[str, VariableValue]) -> ActResult:
+async def replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry) -> ActResult:
     """act from the cache: each step checked (and healed) as it runs; a healed entry is rewritten."""
     logger.info("act %r: replaying %d cached action(s)", instruction, len(cached.actions))
     done: list[Action] = []
@@ -185,7 +181,7 @@ async def replay(ctx: OperationContext, key: str, instruction: str, cached: Cach
     for n, (action, identity) in enumerate(zip(cached.actions, cached.elements, strict=True)):
         if n:
             await settle(ctx)
-        ran, was_healed = await _run_cached(ctx, action, identity, variables, dispatched)
+        ran, was_healed = await _run_cached(ctx, action, identity, dispatched)
         done.append(ran)
         healed = healed or was_healed
     if healed:

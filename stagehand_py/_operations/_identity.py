@@ -17,14 +17,14 @@ a stale entry: the caller heals it by description.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .._actions import resolve_element
 from .._cache import ElementIdentity
 from .._errors import ActionError, CDPError, InvalidArgumentError, SnapshotError
-from .._secrets import redact_text
-from .._types import Action, VariableValue
+from .._secrets import VariableSet
+from .._types import Action
 from ..snapshot import Snapshot, parse_line
 
 if TYPE_CHECKING:
@@ -36,19 +36,19 @@ logger = logging.getLogger("stagehand_py._operations")
 
 
 
-def identity_of_line(line: str, variables: Mapping[str, VariableValue]) -> ElementIdentity | None:
+def identity_of_line(line: str, variables: VariableSet) -> ElementIdentity | None:
     """Role and name of an outline line (``[0-12] textbox: Username value="x" [focused]``)."""
     element = parse_line(line)
     if element is None:
         return None
-    return ElementIdentity(element.role, redact_text(element.name, variables))
+    return ElementIdentity(element.role, variables.redact(element.name))
 
 
 def _xpath(selector: str) -> str | None:
     return selector[len("xpath="):] if selector.startswith("xpath=") else None
 
 
-def identity_in(snapshot: Snapshot, selector: str, variables: Mapping[str, VariableValue]) -> ElementIdentity | None:
+def identity_in(snapshot: Snapshot, selector: str, variables: VariableSet) -> ElementIdentity | None:
     """The identity of the element ``selector`` (``xpath=...``) names in ``snapshot``, or None."""
     xpath = _xpath(selector)
     if xpath is None:
@@ -63,7 +63,7 @@ def identity_in(snapshot: Snapshot, selector: str, variables: Mapping[str, Varia
 def remember(ctx: OperationContext, snapshot: Snapshot, actions: Iterable[Action]) -> None:
     """Note the identity of each action's element in ``snapshot`` (the one it was chosen from)."""
     for action in actions:
-        identity = identity_in(snapshot, action.selector, ctx.known_variables)
+        identity = identity_in(snapshot, action.selector, ctx.variables)
         if identity is not None:
             ctx.identities[action.selector] = identity
 
@@ -82,11 +82,11 @@ async def identity_matches(ctx: OperationContext, action: Action, identity: Elem
     await handle.dispose()
     now = None
     try:
-        now = identity_in(await ctx.session.snapshot(selector=action.selector), action.selector, ctx.known_variables)
+        now = identity_in(await ctx.session.snapshot(selector=action.selector), action.selector, ctx.variables)
     except (ActionError, InvalidArgumentError, SnapshotError, CDPError):
         pass  # not a plain main-frame element path (frames, shadow roots, text): the whole page tells
     if now is None:
-        now = identity_in(await ctx.session.snapshot(), action.selector, ctx.known_variables)
+        now = identity_in(await ctx.session.snapshot(), action.selector, ctx.variables)
     if now != identity:
         logger.info("cached %s on %s: the element is now a %s, not the cached %s", action.method, action.selector,
                     now.role if now else "(nothing shown)", identity.role)

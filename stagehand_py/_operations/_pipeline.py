@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
@@ -34,8 +34,6 @@ from pydantic import BaseModel
 
 from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
 from .._prompts.common import Fence, page_fence
-from .._secrets import redact_text
-from .._types import VariableValue
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ..snapshot import OutlineChunk, Snapshot, parse_line
 from ._budget import chunk_budget, pieces
@@ -165,11 +163,7 @@ async def read_page(ctx: OperationContext, *, selector: str | None = None, ignor
     for ignored in ignore_selectors:
         gone = set((await ctx.session.snapshot(selector=ignored)).xpath_map)
         text = "\n".join(line for line in text.split("\n") if _line_id(line) not in gone)
-    return PageRead(snapshot, redact(ctx.known_variables, text), clock)
-
-
-def redact(variables: Mapping[str, VariableValue], text: str) -> str:
-    return redact_text(text, variables)
+    return PageRead(snapshot, ctx.variables.redact(text), clock)
 
 
 def _line_id(line: str) -> str | None:
@@ -238,8 +232,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
     shots = list(images)
     if with_image:
         system, user, shots = await with_annotated_screenshot(
-            ctx.page, page.snapshot, system, user, fence, redact=lambda line: redact(ctx.known_variables, line),
-            variables=ctx.known_variables)
+            ctx.page, page.snapshot, system, user, fence, variables=ctx.variables)
     output, check = question.output, question.check
     if elements and client.choice_mode and isinstance(output, type):
         choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
@@ -249,7 +242,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
                         parts.total)
             return None
         user, output, check = choice.user, choice.output, choice.check
-    return await ask(client, system, user, output, purpose=purpose, secrets=ctx.secrets(), check=check, images=shots)
+    return await ask(client, system, user, output, purpose=purpose, secrets=ctx.variables.secret_values(), check=check, images=shots)
 
 
 async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, question: Question[T], *, purpose: str,

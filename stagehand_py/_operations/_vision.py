@@ -10,12 +10,13 @@ every request carries it. ``False``: never. A model without image input
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from .._errors import ConfigurationError, InvalidArgumentError
 from .._prompts.common import Fence
 from .._prompts.vision import EXTRACT_SCREENSHOT_NOTE, VISION_SYSTEM_NOTE, screenshot_legend
+from .._secrets import VariableSet
 from .._vision import LOW_CONFIDENCE, annotated_screenshot, page_screenshot
 from ..llm import ImagePart, LLMClient
 from ..snapshot import Snapshot
@@ -64,21 +65,20 @@ def plan_requests(chunks: Sequence[T], vision: VisionMode, *, confidence: float 
 
 
 async def with_annotated_screenshot(page: Any, snapshot: Snapshot, system: str, user: str, fence: Fence, *,
-                                    redact: Callable[[str], str], variables: Mapping[str, Any] | None = None,
-                                    ) -> tuple[str, str, list[ImagePart]]:
+                                    variables: VariableSet) -> tuple[str, str, list[ImagePart]]:
     """``system``/``user`` with the vision note and the box legend, and the annotated screenshot.
 
-    ``redact`` is applied to the legend's outline lines, as to the outline itself: a field's line
-    shows its value, which may be a secret typed a moment ago; in the image such a field is
-    masked (``variables``)."""
+    The legend's outline lines are redacted with ``variables``, as the outline itself: a field's
+    line shows its value, which may be a secret typed a moment ago; in the image such a field is
+    masked."""
     shot = await annotated_screenshot(page, snapshot, variables=variables)
-    legend = [(box.number, redact(snapshot.line_for(box.element_id) or f"[{box.element_id}]")) for box in shot.boxes]
+    legend = [(box.number, variables.redact(snapshot.line_for(box.element_id) or f"[{box.element_id}]")) for box in shot.boxes]
     logger.debug("annotated screenshot: %r, ~%d tokens", shot, shot.tokens)
     return f"{system}\n\n{VISION_SYSTEM_NOTE}", f"{user}\n\n{screenshot_legend(legend, fence)}", [shot.image_part()]
 
 
 async def with_page_screenshot(page: Any, system: str, *, selector: str | None,
-                               variables: Mapping[str, Any] | None = None) -> tuple[str, list[ImagePart]]:
+                               variables: VariableSet | None = None) -> tuple[str, list[ImagePart]]:
     """``system`` with the extract note, and a screenshot of the page or the ``selector`` region
     (fields holding a value of ``variables`` masked)."""
     shot = await page_screenshot(page, selector=selector, variables=variables)

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from .._errors import UnknownVariableError
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence
-from .._types import Action, ActResult, VariableValue
+from .._secrets import VariableSet
+from .._types import Action, ActResult
 from ._answers import VALUE_ARGUMENTS, check_elements
 from ._context import OperationContext
 from ._heal import replay, run_action, run_checked
@@ -36,7 +37,7 @@ __all__ = ["act_action", "act_instruction", "require_values"]
 logger = logging.getLogger("stagehand_py._operations")
 
 
-def require_values(action: Action, variables: Mapping[str, VariableValue]) -> None:
+def require_values(action: Action, variables: VariableSet) -> None:
     """Refuse, before the browser, an action whose value the instruction never gave and the
     caller has not given either (``Action.missing_arguments`` not in ``variables``)."""
     missing = [name for name in action.missing_arguments if name not in variables]
@@ -48,14 +49,14 @@ def require_values(action: Action, variables: Mapping[str, VariableValue]) -> No
         f"so its argument is the placeholder {', '.join(f'%{m}%' for m in missing)}. Pass a value for it, e.g. "
         f"act(action, variables={{{missing[0]!r}: ...}}), or act on an Action whose arguments hold the value or a "
         "%placeholder% of yours.",
-        missing=missing, available=sorted(variables),
+        missing=missing, available=variables.names,
     )
 
 
-async def act_action(ctx: OperationContext, action: Action, variables: Mapping[str, VariableValue]) -> ActResult:
-    require_values(action, variables)
+async def act_action(ctx: OperationContext, action: Action) -> ActResult:
+    require_values(action, ctx.variables)
     dispatched: list[str] = []
-    ran, healed = await run_checked(ctx, action, variables, dispatched)
+    ran, healed = await run_checked(ctx, action, dispatched)
     return ActResult(
         success=True,
         message=f"{ran.method} on {ran.description or ran.selector}: done" + (" (healed)" if healed else ""),
@@ -127,16 +128,15 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
     return found[0] if found else None
 
 
-async def act_instruction(ctx: OperationContext, instruction: str, variables: Mapping[str, VariableValue],
-                          vision: VisionMode = "auto") -> ActResult:
+async def act_instruction(ctx: OperationContext, instruction: str, vision: VisionMode = "auto") -> ActResult:
     check_vision(vision, "act")
-    descriptions = ctx.variable_descriptions
+    descriptions = ctx.variables.descriptions
     key = None
     if ctx.cache is not None:
         key = ctx.cache.key("act", instruction, ctx.page.url, descriptions)
         cached = ctx.cache.load_entry(key)
         if cached is not None and cached.actions:
-            return await replay(ctx, key, instruction, cached, variables)
+            return await replay(ctx, key, instruction, cached)
     client = ctx.model()  # a clear ConfigurationError before touching the page
     if vision is True:
         require_sight(client, "act(vision=True)")
@@ -150,10 +150,10 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
         waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
         return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}{waited}.",
                          waited=looked.waited)
-    require_values(action, variables)
+    require_values(action, ctx.variables)
     remember(ctx, page.snapshot, [action])
     dispatched: list[str] = []
-    ran, healed = await run_checked(ctx, action, variables, dispatched)  # the page may have changed meanwhile
+    ran, healed = await run_checked(ctx, action, dispatched)  # the page may have changed meanwhile
     done = [ran]
     if opens:
         option = await _pick_option(ctx, instruction, ran, page.text, descriptions, client.choice_mode)
@@ -162,7 +162,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, variables: Ma
             return ActResult(success=False, message=f"Clicked {ran.description!r}, but nothing that appeared after it "
                              f"fits {instruction!r}; it was not clicked again.",
                              description=ran.description, actions=done, healed=healed, dispatched=dispatched)
-        ran2, healed2 = await run_action(ctx, option, variables, dispatched)
+        ran2, healed2 = await run_action(ctx, option, dispatched)
         done.append(ran2)
         healed = healed or healed2
     if key is not None:

@@ -75,7 +75,7 @@ async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False)
     system, user = prompt(fence, text, parts.part(chunk) if chunk is not None else None)
     images: list[ImagePart] = []
     if screenshot:  # secrets masked like every screenshot a model sees
-        images.append(ImagePart(data=await masked_screenshot(ctx.page, ctx.known_variables, type="png")))
+        images.append(ImagePart(data=await masked_screenshot(ctx.page, ctx.variables, type="png")))
 
     def check(out: dict[str, Any]) -> tuple[list[str], tuple[str, str]]:
         evidence = str(out.get("evidence", "")).strip()
@@ -87,6 +87,6 @@ async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False)
 
     before = client.metrics.total
     verdict, evidence = await ask(client, system, user, expect_schema(lines[:MAX_CHOICES] if choice else None),
-                                  purpose="expect", secrets=ctx.secrets(), check=check, images=images)
+                                  purpose="expect", secrets=ctx.variables.secret_values(), check=check, images=images)
     return Expectation(claim=claim, passed=verdict == "yes", verdict="yes" if verdict == "yes" else "no",
                        evidence=evidence, url=ctx.page.url, usage=client.metrics.total - before)

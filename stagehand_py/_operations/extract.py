@@ -153,7 +153,7 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
     note = ""
     images: list[ImagePart] = []
     if screenshot:  # of the page as read; every part's request carries it
-        note, images = await with_page_screenshot(ctx.page, "", selector=selector, variables=ctx.known_variables)
+        note, images = await with_page_screenshot(ctx.page, "", selector=selector, variables=ctx.variables)
     # Room for what earlier parts gave; the reserve also covers the few words that introduce it.
     reserve = ctx.token_budget // 8
     parts = split_page(ctx, page.text, partial(_prompt, target, None, note), to_wire_schema(target.schema),

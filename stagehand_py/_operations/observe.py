@@ -18,7 +18,7 @@ actionable lines instead of writing ids; see :mod:`._choice`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from .._prompts.common import Fence
 from .._prompts.observe import DEFAULT_OBSERVE_INSTRUCTION, ObserveAnswer, observe_system, observe_user
@@ -42,14 +42,14 @@ async def observe(
     ctx: OperationContext,
     instruction: str | None,
     *,
-    variables: Mapping[str, str],
     selector: str | None,
     ignore_selectors: Sequence[str],
     vision: VisionMode = "auto",
 ) -> list[Action]:
-    """See the module docstring; ``variables`` are the placeholder descriptions (no values);
-    ``vision`` as in :mod:`._vision`."""
+    """See the module docstring; ``vision`` as in :mod:`._vision`. The model reads the call's
+    placeholder descriptions (never a value)."""
     check_vision(vision, "observe")
+    variables = ctx.variables.descriptions
     key = None
     if ctx.cache is not None and instruction:
         key = ctx.cache.key("observe", instruction, ctx.page.url, variables, selector)
@@ -86,5 +86,5 @@ async def observe(
         logger.info("observe %r: nothing matching after waiting %.1f s for the page to change", text, looked.waited)
     remember(ctx, page.snapshot, actions)  # act(action) checks the element is still the one observed
     if key is not None and actions:
-        ctx.cache.store(key, actions, [identity_in(page.snapshot, a.selector, ctx.known_variables) for a in actions])
+        ctx.cache.store(key, actions, [identity_in(page.snapshot, a.selector, ctx.variables) for a in actions])
     return actions

@@ -43,7 +43,7 @@ from ._image import (
 from ._mask import masked_screenshot
 
 if TYPE_CHECKING:
-    from .._types import VariableValue
+    from .._secrets import VariableSet
     from ..llm import ImagePart
 
 __all__ = ["Screenshot", "actionable_ids", "annotated_screenshot", "page_screenshot"]
@@ -201,7 +201,7 @@ async def annotated_screenshot(
     snapshot: Snapshot,
     *,
     ids: Sequence[str] | None = None,
-    variables: Mapping[str, VariableValue] | None = None,
+    variables: VariableSet | None = None,
     max_side: int = DEFAULT_MAX_SIDE,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -223,7 +223,7 @@ async def page_screenshot(
     page: Any,
     *,
     selector: str | None = None,
-    variables: Mapping[str, VariableValue] | None = None,
+    variables: VariableSet | None = None,
     max_side: int = DEFAULT_MAX_SIDE,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     max_bytes: int = DEFAULT_MAX_BYTES,

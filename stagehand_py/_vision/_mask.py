@@ -2,10 +2,10 @@
 masked (a solid box drawn by Playwright over it) before the pixels leave the browser.
 
 A secret filled into a field through ``variables=`` may only go into that field. Text bound for a
-model is redacted (:func:`~stagehand_py._secrets.redact_text`); a screenshot of a plain text
+model is redacted (:meth:`~stagehand_py._secrets.VariableSet.redact`); a screenshot of a plain text
 input (not ``type=password``) would still show the value, so every screenshot sent to a model
 goes through :func:`masked_screenshot`. A field is masked when its current value, run through
-``redact_text``, changes: the value itself and its echoes (case, encodings) count alike.
+the call's redaction, changes: the value itself and its echoes (case, encodings) count alike.
 
 Covered: ``input``, ``textarea`` and ``contenteditable`` elements in every frame of the page,
 open shadow roots included (Playwright's CSS engine pierces them). Not covered: a page copying
@@ -17,15 +17,12 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from .._secrets import redact_text, variable_value
-
-if TYPE_CHECKING:  # _types reaches the LLM layer; keep this module's imports light
-    from .._types import VariableValue
+if TYPE_CHECKING:
+    from .._secrets import VariableSet
 
 __all__ = ["MASK_COLOR", "masked_screenshot", "secret_fields"]
 
@@ -51,12 +48,12 @@ async def _read(handle: Any, by_value: bool) -> str:
     return str(text or "")
 
 
-async def secret_fields(page: Any, variables: Mapping[str, VariableValue] | None) -> list[Any]:
-    """Locators of the editable fields (every frame) whose value contains a variable's value.
+async def secret_fields(page: Any, variables: VariableSet | None) -> list[Any]:
+    """Locators of the editable fields (every frame) whose value contains a value ``variables`` hides.
 
-    No variables (or only empty values): ``[]`` at once, without a round trip to the page.
+    Nothing hidden: ``[]`` at once, without a round trip to the page.
     """
-    if not variables or not any(variable_value(name, spec) for name, spec in variables.items()):
+    if variables is None or not variables.hides_anything:
         return []
     found: list[Any] = []
     for frame in page.frames:
@@ -69,24 +66,24 @@ async def secret_fields(page: Any, variables: Mapping[str, VariableValue] | None
                 continue
             values = await asyncio.gather(*(_read(handle, by_value) for handle in handles))
             for index, value in enumerate(values):
-                if value and redact_text(value, variables) != value:
+                if value and variables.redact(value) != value:
                     found.append(fields.nth(index))
     return found
 
 
 async def masked_screenshot(
     page: Any,
-    variables: Mapping[str, VariableValue] | None,
+    variables: VariableSet | None,
     *,
     element: Any = None,
     downscale: float = 1.0,
     **options: Any,
 ) -> bytes:
     """``page.screenshot(**options)`` (or ``element.screenshot``, an element handle of ``page``)
-    with every field holding a secret of ``variables`` masked (see :func:`secret_fields`).
+    with every field holding a value ``variables`` hides masked (see :func:`secret_fields`).
 
     ``downscale`` below 1 shrinks the image by that factor (for a model that sees a smaller
-    screen than the viewport). No variables: a plain screenshot, no extra round trip.
+    screen than the viewport). Nothing hidden: a plain screenshot, no extra round trip.
     """
     mask = await secret_fields(page, variables)
     if mask:

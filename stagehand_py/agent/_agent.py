@@ -90,12 +90,12 @@ class Agent:
             raise InvalidArgumentError("execute() needs a non-empty instruction.")
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise InvalidArgumentError(f"max_steps must be a whole number of at least 1, not {max_steps!r}.")
-        check_inputs("agent.execute", variables=variables, schema=output, schema_param="output", timeout=timeout)
+        checked = check_inputs("agent.execute", variables=variables, schema=output, schema_param="output", timeout=timeout)
         cbs: list[EventCallback] = [] if callbacks is None else [callbacks] if callable(callbacks) else list(callbacks)
         path = Path(checkpoint_path) if checkpoint_path is not None else self._config.checkpoint_path
         run = Run(
             instruction, driver=self._driver, client=self._client, fallback_client=self._fallback_client,
-            config=self._config, max_steps=max_steps, variables=variables, output=output, timeout=timeout,
+            config=self._config, max_steps=max_steps, variables=checked, output=output, timeout=timeout,
             callbacks=cbs, checkpoint_path=Path(path) if path is not None else None,
         )
         if self._config.allowed_domains is not None:
@@ -105,7 +105,7 @@ class Agent:
         if replay is True and store is None:
             raise InvalidArgumentError("replay=True needs a DOM agent on a Stagehand with a cache directory: "
                                        "Stagehand(page, cache_dir='...') stores runs under it.")
-        recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), sorted(run.variables))
+        recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), run.variables.names)
                      if store is not None and replay is not False else None)
 
         def live() -> Awaitable[AgentResult]:

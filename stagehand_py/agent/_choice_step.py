@@ -369,7 +369,7 @@ def build_messages(run: Run, state: PageState, choices: StepChoices, fence: Fenc
     """The step's two messages within ``budget`` tokens: the stable system prompt and task
     first (the prompt cache keeps them), then history, notes, page text and the actions."""
     system = P.choice_step_system_prompt(fence, placeholders=bool(run.variables))
-    task = P.choice_step_task(run.instruction, variables=run.variable_descriptions, max_steps=run.max_steps)
+    task = P.choice_step_task(run.instruction, variables=run.variables.descriptions, max_steps=run.max_steps)
 
     def state_text(text: str) -> str:
         return P.choice_step_state(
@@ -415,7 +415,7 @@ async def _done_output(run: Run, client: LLMClient, result: str, state: PageStat
         run.instruction, notes=notes_of(run), result=result, earlier_pages=earlier,
         page_text=page_text(state.outline or "", budget=CHOICE_STEP_BUDGET, with_actions=True), fence=fence)
     generated = await client.generate([SystemMessage(system), UserMessage(user)], purpose="agent_output",
-                                      output=run.output_schema, output_name="agent_output", secrets=run.secrets)
+                                      output=run.output_schema, output_name="agent_output", secrets=run.variables.secret_values())
     return generated.output, generated.usage
 
 
@@ -439,7 +439,7 @@ async def ask_choice_step(run: Run, state: PageState, offered: Sequence[Any], no
     messages = build_messages(run, state, choices, fence, notices)
     run.last_messages = [{"role": m.role, "content": "\n".join(p.text for p in m.content)} for m in messages]
     generated = await client.generate(messages, purpose="agent", output=choice_step_schema(choices),
-                                      output_name="agent_choice", secrets=run.secrets)
+                                      output_name="agent_choice", secrets=run.variables.secret_values())
     tool, args = to_step_answer(generated.output, choices, run)
     memory.labels[run.step] = run.redact(generated.output["choice"]).rsplit(" [", 1)[0][:80]
     usage = generated.usage

@@ -3,15 +3,14 @@ the outline. Backs :meth:`Stagehand.evaluate` and the agent's optional self-chec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from .._errors import InvalidArgumentError, StagehandError
 from .._prompts.agent import judge_messages
 from .._prompts.common import Fence
-from .._secrets import redact_text
+from .._secrets import VariableSet
 from .._vision import masked_screenshot
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ._types import Driver, EvaluateResult
@@ -31,9 +30,9 @@ async def evaluate_page(
     *,
     screenshot: bool = True,
     max_outline_tokens: int = 6000,
-    variables: Mapping[str, Any] | None = None,
+    variables: VariableSet | None = None,
 ) -> EvaluateResult:
-    """The judge's verdict. A value of ``variables`` is redacted from the outline and the fields
+    """The judge's verdict. A value ``variables`` hides is redacted from the outline and the fields
     holding one are masked in the screenshot."""
     if not isinstance(question, str) or not question.strip():
         raise InvalidArgumentError("evaluate() needs a non-empty question.")
@@ -42,7 +41,7 @@ async def evaluate_page(
         snapshot = await driver.snapshot()
         chunks = snapshot.chunks(max_outline_tokens)
         outline = chunks[0].text if chunks else snapshot.tree
-        outline = redact_text(outline, variables) if variables else outline
+        outline = variables.redact(outline) if variables is not None else outline
     except StagehandError:
         if not screenshot:
             raise

@@ -209,7 +209,7 @@ def recording_of(run: Run, status: str, message: str, output: Any) -> RunRecordi
     data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
     steps = [s.model_copy(update={"data": run.redact_data(s.data)}) if s.kind == "extract" else s for s in run.recorded]
     return RunRecording(task=run.redact(run.instruction), start_url=run.redact(run.start_url),
-                        variables=sorted(run.variables), steps=steps, status=status, message=run.redact(message),
+                        variables=run.variables.names, steps=steps, status=status, message=run.redact(message),
                         output=run.redact_data(data), output_schema=run.output_schema)
 
 

@@ -26,7 +26,7 @@ from .._actions import substitute
 from .._cache import ElementIdentity
 from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
 from .._operations._identity import identity_in
-from .._types import Variables
+from .._secrets import VariableSet
 from ..llm import Usage
 from ._recording import RecordedStep, ReplayReport, RunRecording, StepReplay, StepStatus
 
@@ -85,7 +85,7 @@ async def _page_text(driver: Driver) -> str:
     return str(read.get("page_text", "")) if isinstance(read, dict) else ""
 
 
-async def _now_at(driver: Driver, selector: str, variables: Variables) -> str:
+async def _now_at(driver: Driver, selector: str, variables: VariableSet) -> str:
     """What the page shows at ``selector`` now, for a drift report."""
     try:
         identity = identity_in(await driver.snapshot(), selector, variables)
@@ -98,7 +98,7 @@ async def replay_steps(
     driver: Driver,
     recording: RunRecording,
     *,
-    variables: Variables,
+    variables: VariableSet,
     heal: bool,
     check_url: Callable[[str], None] | None = None,
 ) -> ReplayOutcome:
@@ -132,7 +132,7 @@ async def replay_steps(
     return outcome
 
 
-async def _replay_one(driver: Driver, step: RecordedStep, variables: Variables, heal: bool,
+async def _replay_one(driver: Driver, step: RecordedStep, variables: VariableSet, heal: bool,
                       check_url: Callable[[str], None] | None, outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
     page = driver.page
     if step.kind == "goto":
@@ -155,7 +155,7 @@ async def _replay_one(driver: Driver, step: RecordedStep, variables: Variables, 
     return await _replay_extract(driver, step, heal, outcome)
 
 
-async def _replay_act(driver: Driver, step: RecordedStep, variables: Variables,
+async def _replay_act(driver: Driver, step: RecordedStep, variables: VariableSet,
                       outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
     action = step.action
     assert action is not None  # an act step always carries its action (RecordedStep of kind "act")
@@ -163,7 +163,7 @@ async def _replay_act(driver: Driver, step: RecordedStep, variables: Variables,
     if step.role is not None and step.name is not None and isinstance(identities, dict):
         # The Stagehand checks, before acting, that the selector still names this element.
         identities[action.selector] = ElementIdentity(step.role, step.name)
-    result = await driver.act(action, variables=variables or None)
+    result = await driver.act(action, variables=variables.given or None)
     outcome.usage = outcome.usage + result.usage
     if not result.success:
         raise ActionFailedError(result.message, selector=action.selector, method=action.method)

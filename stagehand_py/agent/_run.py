@@ -23,11 +23,10 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
 
-from .._actions import placeholder_descriptions, secret_values
 from .._errors import ActionFailedError, InvalidArgumentError
 from .._operations._identity import identity_in
-from .._secrets import redact_text
-from .._types import Action, ActResult, Variables
+from .._secrets import VariableSet
+from .._types import Action, ActResult
 from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
 from ..llm import LLMClient, Usage
 from ._config import AgentConfig
@@ -123,7 +122,7 @@ class Run:
         fallback_client: LLMClient | None,
         config: AgentConfig,
         max_steps: int,
-        variables: Variables | None,
+        variables: VariableSet,
         output: type[BaseModel] | dict[str, Any] | None,
         timeout: float | None,
         callbacks: Sequence[EventCallback],
@@ -135,12 +134,10 @@ class Run:
         self.config = config
         self.instruction = instruction
         self.max_steps = max_steps
-        self.variables: dict[str, Any] = dict(variables or {})
-        # Computed once per run: every prompt of the run shows the same descriptions.
-        self._descriptions = placeholder_descriptions(self.variables) if self.variables else {}
-        # Page text that shows a typed secret (or an echo of it: a GET form puts it URL-encoded
-        # in the URL and the title) reaches the model and the books as %name%.
-        self._secret_values = secret_values(self.variables) if self.variables else []
+        #: The run's variables, built once by ``execute``: page text that shows a typed secret (or an
+        #: echo of it: a GET form puts it URL-encoded in the URL and the title) reaches the model
+        #: and the books as %name%.
+        self.variables = variables
         self.output = output
         self.output_schema = _schema_of(output)
         self.callbacks = list(callbacks)
@@ -184,10 +181,10 @@ class Run:
     # --- redaction ---------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        return redact_text(text, self.variables) if self._secret_values else text
+        return self.variables.redact(text)
 
     def redact_data(self, value: Any) -> Any:
-        if not self._secret_values:
+        if not self.variables.hides_anything:
             return value
         if isinstance(value, str):
             return self.redact(value)
@@ -196,14 +193,6 @@ class Run:
         if isinstance(value, list | tuple):
             return [self.redact_data(v) for v in value]
         return value
-
-    @property
-    def secrets(self) -> list[str]:
-        return list(self._secret_values)
-
-    @property
-    def variable_descriptions(self) -> dict[str, str]:
-        return self._descriptions
 
     # --- browser helpers for tools -------------------------------------------------------------
 
@@ -229,7 +218,7 @@ class Run:
             identity = identity_in(self.snapshot, action.selector, self.variables)
             if identity is not None:
                 identities[action.selector] = identity
-        result = await self.driver.act(action, variables=self.variables or None)
+        result = await self.driver.act(action, variables=self.variables.given or None)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)
         self.record_acts(result)
@@ -293,7 +282,7 @@ class Run:
             "data": self.redact_data(self.data),
             "extractions": self.redact_data(self.extractions),
             "steps": [sanitise(s.model_dump(mode="json")) for s in self.steps],
-            "variables": sorted(self.variables),  # names only
+            "variables": self.variables.names,  # names only
             "time": time.time(),
         }
         text = json.dumps(payload, sort_keys=True, default=str)

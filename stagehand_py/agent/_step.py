@@ -85,7 +85,7 @@ async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, 
     error, connection) -- one attempt on the fallback, logged. The final consolidation goes to
     the fallback first when the primary's last call failed."""
     fallback = run.fallback_client
-    kwargs: dict[str, Any] = {"purpose": purpose, "output": output, "secrets": run.secrets}
+    kwargs: dict[str, Any] = {"purpose": purpose, "output": output, "secrets": run.variables.secret_values()}
     if output_name is not None:
         kwargs["output_name"] = output_name
     run.used_fallback = False
@@ -403,7 +403,7 @@ def _build_messages(
     older = [s.model_dump() for s in run.steps[:split]]
     recent = [s.model_dump() for s in run.steps[split:]]
     parts: list[Any] = [
-        TextPart(text=P.task_message(run.instruction, variables=run.variable_descriptions, max_steps=run.max_steps)),
+        TextPart(text=P.task_message(run.instruction, variables=run.variables.descriptions, max_steps=run.max_steps)),
         TextPart(text="Earlier steps:\n" + P.history_message(summarise_steps(older), recent, fence)),
         TextPart(text=P.state_message(
             step=run.step, max_steps=run.max_steps, url=run.redact(state.url), title=run.redact(state.title), outline=state.outline,

@@ -212,7 +212,7 @@ async def _act(run: Run, args: ActArgs) -> ToolOutcome:
         result = await run.execute_action(action)
         return ToolOutcome(ok=True, text=f"{args.method} on [{args.element_id}] done." + _downloads_note(run, result))
     if args.instruction:
-        result = await run.driver.act(args.instruction, variables=run.variables)
+        result = await run.driver.act(args.instruction, variables=run.variables.given or None)
         run.record_acts(result)
         return ToolOutcome(ok=bool(result.success), text=result.message + _downloads_note(run, result))
     raise InvalidArgumentError("act needs element_id (from the outline) or an instruction.")
@@ -237,11 +237,11 @@ async def _fill_form(run: Run, args: FillFormArgs) -> ToolOutcome:
     if by_label:
         # One observe for all labelled fields, then one act per returned action.
         wanted = "; ".join(f"fill the field '{f.label}' with {f.value}" for f in by_label)
-        actions = await run.driver.observe(wanted, variables=run.variables)
+        actions = await run.driver.observe(wanted, variables=run.variables.given or None)
         if not actions:
             raise InvalidArgumentError(f"no form fields found for: {', '.join(str(f.label) for f in by_label)}")
         for action in actions:
-            run.record_acts(await run.driver.act(action, variables=run.variables))
+            run.record_acts(await run.driver.act(action, variables=run.variables.given or None))
             done.append(action.description or action.selector)
     return ToolOutcome(ok=True, text=f"filled {len(done)} field(s): {', '.join(done)}")
 

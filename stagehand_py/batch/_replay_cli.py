@@ -22,6 +22,7 @@ from typing import Any
 
 from .._cache import ElementIdentity
 from .._errors import CacheError, InvalidArgumentError, StagehandError
+from .._secrets import VariableSet
 from .._stagehand import Stagehand
 from .._types import Action, Variables
 from ..agent._export import VARIABLE_PREFIX
@@ -112,7 +113,7 @@ def _variables(names: list[str]) -> Variables:
 
 
 async def _replay(recording: RunRecording, *, check: bool, headless: bool) -> int:
-    variables = _variables(recording.variables)
+    variables = VariableSet.of(_variables(recording.variables))
     async with await Stagehand.launch(headless=headless, self_heal=not check) as sh:
         await sh.page.goto(recording.start_url, wait_until="load")
         if check:

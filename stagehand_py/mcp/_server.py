@@ -21,9 +21,9 @@ from pydantic import Field
 
 from .._errors import InvalidArgumentError, PageClosedError, StagehandError
 from .._inputs import check_inputs
-from .._secrets import redact_text
+from .._secrets import VariableSet
 from .._stagehand import Stagehand
-from .._types import Action, Variables
+from .._types import Action
 from ..agent._domains import DomainGuard, url_allowed
 from ..llm import LLMClient
 from ..llm._policy import token_budget_for
@@ -46,7 +46,7 @@ server-side variables: write `%name%` in an argument and the server types the va
 class ServerBrowser:
     """The server's browser: launched on the first tool call, one tab driven at a time."""
 
-    def __init__(self, config: MCPServerConfig, *, variables: Variables, client: LLMClient | None) -> None:
+    def __init__(self, config: MCPServerConfig, *, variables: VariableSet, client: LLMClient | None) -> None:
         self.config = config
         self.variables = variables
         self.client = client
@@ -97,7 +97,7 @@ class ServerBrowser:
         return page
 
     def redact(self, text: str) -> str:
-        return redact_text(text, self.variables) if self.variables else text
+        return self.variables.redact(text)
 
     def check_url(self, url: str) -> None:
         patterns = self.config.allowed_domains
@@ -134,8 +134,7 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
     if session is None:
         choice = config.resolved_model()
         client = None if choice is None else LLMClient(choice.model, base_url=choice.base_url or config.base_url)
-        variables = config.resolved_variables()
-        check_inputs("the MCP server's configuration", variables=variables)
+        variables = check_inputs("the MCP server's configuration", variables=config.resolved_variables())
         session = ServerBrowser(config, variables=variables, client=client)
     browser = session
     server: MCPServer = MCPServer("stagehand-py", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -217,7 +216,7 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
             if xpath is None:
                 raise InvalidArgumentError(f"no element {element_id!r} on the page; take a new snapshot and use one of its ids.")
             action = Action(selector=f"xpath={xpath}", method=method, arguments=list(arguments or []))
-            result = await sh.act(action, variables=browser.variables or None)
+            result = await sh.act(action, variables=browser.variables.given or None)
             return browser.redact(_json({"success": result.success, "message": result.message, "url": sh.page.url}))
         result: str = await guarded(run)
         return result
@@ -227,7 +226,7 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
     async def observe(instruction: Annotated[str, Field(description="what to look for, e.g. 'the sign in form fields'")]) -> str:
         async def run(sh: Stagehand) -> str:
             needs_model()
-            actions = await sh.observe(instruction, variables=browser.variables or None)
+            actions = await sh.observe(instruction, variables=browser.variables.given or None)
             # Ids stay the same across snapshots: give each action the id act_on_element takes.
             browser.remember((await sh.snapshot()).xpath_map)
             return browser.redact(_json([{"element_id": browser.id_for(a.selector), **a.model_dump()} for a in actions]))
@@ -239,7 +238,7 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
     async def act(instruction: Annotated[str, Field(description="one action in plain words")]) -> str:
         async def run(sh: Stagehand) -> str:
             needs_model()
-            result = await sh.act(instruction, variables=browser.variables or None)
+            result = await sh.act(instruction, variables=browser.variables.given or None)
             return browser.redact(_json({"success": result.success, "message": result.message,
                                          "actions": [a.model_dump() for a in result.actions], "url": sh.page.url}))
         result: str = await guarded(run)
@@ -291,7 +290,7 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
         async def run(sh: Stagehand) -> str:
             needs_model()
             result = await sh.agent(allowed_domains=browser.config.allowed_domains).execute(
-                instruction, variables=browser.variables or None, max_steps=max_steps or browser.config.agent_max_steps)
+                instruction, variables=browser.variables.given or None, max_steps=max_steps or browser.config.agent_max_steps)
             return browser.redact(_json({"status": result.status, "success": result.success, "message": result.message,
                                          "output": result.output, "steps": len(result.steps), "url": sh.page.url}))
         result: str = await guarded(run)

@@ -47,8 +47,10 @@ class StagehandTestConfig:
 
     @property
     def secrets(self) -> list[str]:
-        """Values of variables given with a description (the ``VariableSpec`` form): never written down."""
-        return [str(v["value"]) for v in self.variables.values() if isinstance(v, dict) and "value" in v]
+        """Every variable's value (a TOTP seed and its codes too): never written down."""
+        from .._secrets import VariableSet  # imported late: the plugin loads with every pytest run
+
+        return VariableSet.of(self.variables).secret_values()
 
 
 def is_test_double(model: Any) -> bool:

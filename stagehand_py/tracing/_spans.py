@@ -12,12 +12,9 @@ import importlib.util
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from .._secrets import redact_text
-
-if TYPE_CHECKING:  # _types reaches the LLM layer, which imports this module
-    from .._types import VariableValue
+from .._secrets import VariableSet
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -53,9 +50,9 @@ def tracing_available() -> bool:
         return False
 
 
-def bounded_text(text: str, variables: Mapping[str, VariableValue] | None = None) -> str:
+def bounded_text(text: str, variables: VariableSet | None = None) -> str:
     """``text`` with variable values redacted to ``%name%``, then cut to :data:`MAX_TEXT_CHARS`."""
-    redacted = redact_text(text, variables) if variables else text
+    redacted = variables.redact(text) if variables is not None else text
     return redacted if len(redacted) <= MAX_TEXT_CHARS else redacted[: MAX_TEXT_CHARS - 1] + "…"
 
 
@@ -85,7 +82,7 @@ def _tracer() -> Any:
 @contextmanager
 def _span(name: str, attributes: Mapping[str, AttributeValue | None], *,
           kind: Literal["internal", "client"] = "internal", describe_errors: bool = False,
-          variables: Mapping[str, VariableValue] | None = None) -> Iterator[SpanHandle]:
+          variables: VariableSet | None = None) -> Iterator[SpanHandle]:
     """A span; a failure sets ``error.type``, and with ``describe_errors`` the error's message
     (redacted with ``variables``, bounded) -- only for errors of our own, whose messages are
     written to be safe: a Playwright or provider error may quote what was typed or sent."""
@@ -111,7 +108,7 @@ def _span(name: str, attributes: Mapping[str, AttributeValue | None], *,
 
 
 async def traced_operation(verb: str, operation: Callable[[], Awaitable[T]], *, instruction: str | None, url: str,
-                           variables: Mapping[str, VariableValue] | None) -> T:
+                           variables: VariableSet | None) -> T:
     """``stagehand.<verb>``: one public verb (observe, act, extract, evaluate)."""
     with _span(f"stagehand.{verb}", {
         "stagehand.operation": verb,
@@ -196,7 +193,7 @@ async def traced_action(method: str, selector: str, run: Callable[[], Awaitable[
 
 
 async def traced_agent_run(run: Callable[[], Awaitable[T]], *, instruction: str, mode: str, model: str,
-                           max_steps: int, variables: Mapping[str, VariableValue] | None) -> T:
+                           max_steps: int, variables: VariableSet | None) -> T:
     """``invoke_agent stagehand``: one agent task; its steps are children."""
     with _span("invoke_agent stagehand", {
         "gen_ai.operation.name": "invoke_agent",

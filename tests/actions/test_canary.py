@@ -12,6 +12,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from stagehand_py import Action, ActionFailedError, StagehandError, StagehandTimeoutError
 from stagehand_py._actions import execute_action
 from stagehand_py._actions._translate import safe_cause, translate_error
+from stagehand_py._secrets import VariableSet
 
 CANARY = "CANARY-7f3a9c"
 VARIABLES = {"password": {"value": CANARY, "description": "the account password"}, "user": "ada"}
@@ -38,8 +39,8 @@ def log(caplog) -> pytest.LogCaptureFixture:
 async def test_secret_reaches_the_dom_and_no_log(page, server, log) -> None:
     await page.goto(server.url("forms.html"))
     action = Action(selector="xpath=/html[1]/body[1]/form[1]/input[2]", method="fill", arguments=["%password%"])
-    await execute_action(page, action, variables=VARIABLES)
-    await execute_action(page, Action(selector="css=#username", method="type", arguments=["%user%"]), variables=VARIABLES)
+    await execute_action(page, action, variables=VariableSet.of(VARIABLES))
+    await execute_action(page, Action(selector="css=#username", method="type", arguments=["%user%"]), variables=VariableSet.of(VARIABLES))
     assert await page.input_value("#password") == CANARY
     assert await page.input_value("#username") == "ada"
     assert log.records, "the executor should log at debug"
@@ -61,7 +62,7 @@ async def test_secret_stays_out_of_errors_after_substitution(page, server, log, 
     await page.evaluate("document.querySelector('#password').style.display = 'none'")
     action = Action(selector=selector, method=method, arguments=["%password%"])
     with pytest.raises(expected) as info:
-        await execute_action(page, action, variables=VARIABLES, timeout=10)
+        await execute_action(page, action, variables=VariableSet.of(VARIABLES), timeout=10)
     assert CANARY not in _everything_said(log.records, [info.value])
     assert await page.input_value("#password") == ""
 
@@ -85,7 +86,7 @@ async def test_drag_target_from_a_variable_stays_out_of_not_found(page, log) -> 
         await execute_action(
             page,
             Action(selector="/html[1]/body[1]/div[1]", method="drag_and_drop", arguments=["%target%"]),
-            variables={"target": secret_target},
+            variables=VariableSet.of({"target": secret_target}),
             timeout=10,
         )
     assert "%secret%" in str(info.value)

@@ -23,6 +23,7 @@ from stagehand_py._actions import (
     normalize_method,
     parse_canonical_xpath,
 )
+from stagehand_py._secrets import VariableSet
 
 
 class _NoBrowser:
@@ -104,12 +105,12 @@ async def test_empty_string_argument_tolerated_for_argumentless_methods() -> Non
 
 async def test_unknown_variable_before_the_browser_and_value_errors_quote_placeholders() -> None:
     with pytest.raises(UnknownVariableError):
-        await execute_action(_NoBrowser(), Action(selector="/html[1]", method="fill", arguments=["%pw%"]), variables={})  # type: ignore[arg-type]
+        await execute_action(_NoBrowser(), Action(selector="/html[1]", method="fill", arguments=["%pw%"]), variables=VariableSet.of({}))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError) as info:
         await execute_action(
             _NoBrowser(),  # type: ignore[arg-type]
             Action(selector="/html[1]", method="scroll_by", arguments=["0", "%dy%"]),
-            variables={"dy": "CANARY-7f3a9c"},
+            variables=VariableSet.of({"dy": "CANARY-7f3a9c"}),
         )
     assert "'%dy%'" in str(info.value) and "CANARY" not in str(info.value)
 

@@ -218,3 +218,19 @@ def test_sync_fixture_on_pytest_playwright_page(pytester: pytest.Pytester) -> No
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "playwright", timeout=240)
     result.assert_outcomes(passed=1, failed=1)
     assert (pytester.path / "stagehand-artifacts" / "test_pw.py__test_sync_fails_with_evidence" / "outline.txt").exists()
+
+
+def test_every_variable_form_is_kept_out_of_cassettes_and_evidence() -> None:
+    """The plugin's redaction comes from the one VariableSet: a plain value, a described one and a
+    Secret (TOTP seed and codes included) are all hidden; it once hid only the described form."""
+    import pyotp
+
+    from stagehand_py import Secret
+    from stagehand_py.pytest_plugin import StagehandTestConfig
+
+    seed = "JBSWY3DPEHPK3PXPJBSWY3DP"
+    config = StagehandTestConfig(model=None, variables={
+        "user": "ada-plain", "pw": {"value": "described-PW", "description": "the password"},
+        "key": Secret("bound-KEY", origins=["http://127.0.0.1"]), "otp": Secret(seed, totp=True)})
+    hidden = set(config.secrets)
+    assert {"ada-plain", "described-PW", "bound-KEY", seed, pyotp.TOTP(seed).now()} <= hidden

@@ -7,6 +7,7 @@ import pytest
 
 from stagehand_py import Action, ActionFailedError, StagehandError
 from stagehand_py._actions import execute_action
+from stagehand_py._secrets import VariableSet
 
 PAGE = """<!doctype html><label>Note <input id=note></label>
 <label>PIN <input id=pin disabled></label>"""
@@ -16,7 +17,7 @@ async def test_typing_into_a_disabled_field_is_a_typed_error_and_types_nowhere(p
     await page.set_content(PAGE)
     await page.focus("#note")  # another field has the focus
     with pytest.raises(ActionFailedError, match="disabled or read-only") as info:
-        await execute_action(page, Action(selector="#pin", method="type", arguments=["%pin%"]), variables={"pin": "4711"})
+        await execute_action(page, Action(selector="#pin", method="type", arguments=["%pin%"]), variables=VariableSet.of({"pin": "4711"}))
     assert "4711" not in str(info.value)
     assert await page.input_value("#note") == "" and await page.input_value("#pin") == ""
 
@@ -33,7 +34,7 @@ async def test_control_playwright_alone_types_the_secret_into_the_focused_field(
 async def test_an_error_never_quotes_a_piece_of_the_value(page) -> None:
     await page.set_content(PAGE)
     with pytest.raises(StagehandError) as info:
-        await execute_action(page, Action(selector="#note", method="press", arguments=["%chord%"]), variables={"chord": "Shift+@w9x"})
+        await execute_action(page, Action(selector="#note", method="press", arguments=["%chord%"]), variables=VariableSet.of({"chord": "Shift+@w9x"}))
     message = str(info.value) + "".join(str(c) for c in (info.value.__cause__, info.value.__context__) if c)
     assert "@w9x" not in message and "Shift+@w9x" not in message
 

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from stagehand_py import Action, Stagehand
+from stagehand_py._secrets import VariableSet
 from stagehand_py._vision import MASK_COLOR, masked_screenshot, secret_fields
 from stagehand_py.llm import ImagePart
 from stagehand_py.testing import FunctionLLM, capture_requests
@@ -111,15 +112,15 @@ async def test_the_helper_masks_echoes_textareas_editables_and_iframes_only(page
     await page.fill("#ta", f"note: {SECRET} end")       # the value inside longer text
     await page.fill("#ed", SECRET)
     await frame.fill("#inner", SECRET)
-    masks = await secret_fields(page, {"code": SECRET})
+    masks = await secret_fields(page, VariableSet.of({"code": SECRET}))
     ids = sorted([await m.get_attribute("id") for m in masks])
     assert ids == ["code", "ed", "inner", "ta"]  # not #other, whose value is no secret
-    png = await masked_screenshot(page, {"code": SECRET}, type="png")
+    png = await masked_screenshot(page, VariableSet.of({"code": SECRET}), type="png")
     assert is_masked(await field_region(page, Image.open(io.BytesIO(png)).convert("RGB")))
-    shrunk = await masked_screenshot(page, {"code": SECRET}, type="png", scale="css", downscale=0.5)
+    shrunk = await masked_screenshot(page, VariableSet.of({"code": SECRET}), type="png", scale="css", downscale=0.5)
     image = Image.open(io.BytesIO(shrunk)).convert("RGB")
     assert image.width == 640 and is_masked(await field_region(page, image))
-    assert await secret_fields(page, {"other": "no such value on the page"}) == []
+    assert await secret_fields(page, VariableSet.of({"other": "no such value on the page"})) == []
 
 
 async def test_no_variables_means_a_plain_screenshot_without_a_page_round_trip() -> None:
@@ -133,8 +134,8 @@ async def test_no_variables_means_a_plain_screenshot_without_a_page_round_trip()
                 return b"png"
             return screenshot
 
-    assert await secret_fields(Page(), None) == [] and await secret_fields(Page(), {"x": ""}) == []
-    assert await masked_screenshot(Page(), {}, type="png") == b"png"
+    assert await secret_fields(Page(), None) == [] and await secret_fields(Page(), VariableSet.of({"x": ""})) == []
+    assert await masked_screenshot(Page(), VariableSet.of({}), type="png") == b"png"
 
 
 @pytest.mark.parametrize("mode", ["dom", "cua"])

@@ -14,7 +14,7 @@ import pyotp
 import pytest
 from _server import Response
 
-from stagehand_py import Action, ActionFailedError, Secret
+from stagehand_py import Action, ActionFailedError, Secret, SecretPlacementError
 from stagehand_py._secrets import redact_text
 from stagehand_py.testing import FunctionLLM
 
@@ -50,9 +50,9 @@ async def test_a_bound_secret_is_never_typed_into_another_origins_field(new_stag
     await sh.page.frames[1].wait_for_selector("#steal")
     hostile_field = await _xpath(sh, "textbox: Hostile")
     if bound:
-        with pytest.raises(ActionFailedError, match="may only be typed into a page of") as info:
+        with pytest.raises(SecretPlacementError, match="may only be typed into a page of") as info:
             await sh.act(Action(selector=hostile_field, method="fill", arguments=["%pw%"]), variables=variables)
-        assert PASSWORD not in str(info.value)
+        assert PASSWORD not in str(info.value) and isinstance(info.value, ActionFailedError)
         assert await sh.page.frames[1].input_value("#steal") == ""
         # The right field, on the right origin, still gets it.
         assert (await sh.act(Action(selector=await _xpath(sh, "textbox: Password"), method="fill", arguments=["%pw%"]),
@@ -71,7 +71,7 @@ async def test_the_same_form_on_another_host_does_not_get_it(new_stagehand, logi
     await sh.page.goto(cross.url("login"))  # localhost: the look-alike
     action = Action(selector="#pw", method="fill", arguments=["%pw%"])
     if bound:
-        with pytest.raises(ActionFailedError, match="nothing was typed"):
+        with pytest.raises(SecretPlacementError, match="nothing was typed"):
             await sh.act(action, variables=variables)
         assert await sh.page.input_value("#pw") == ""
     else:

@@ -17,6 +17,7 @@ from PIL import Image
 from stagehand_py import Action, ActionFailedError, ElementNotFoundError
 from stagehand_py._actions import execute_action
 from stagehand_py._actions._js import load_js
+from stagehand_py._secrets import VariableSet
 from stagehand_py._vision._mask import MASK_COLOR, masked_screenshot, secret_fields
 from stagehand_py.testing import FunctionLLM
 
@@ -182,7 +183,7 @@ async def test_keys_never_follow_a_redirected_focus(new_stagehand, cross_server,
     argument = "%secret%" if method != "press" else "x"
     with pytest.raises(ActionFailedError, match="did not keep the focus") as info:
         await execute_action(sh.page, Action(selector="xpath=/html[1]/body[1]/form[1]/input[1]", method=method,
-                                             arguments=[argument]), variables={"secret": SECRET})
+                                             arguments=[argument]), variables=VariableSet.of({"secret": SECRET}))
     assert SECRET not in str(info.value)
     assert await sh.page.input_value("#search") == "" and await sh.page.input_value("#pw") == ""
     assert not [hit for hit in hostile if "q=" in hit and not hit.endswith("q=")]
@@ -196,14 +197,14 @@ async def test_type_stops_when_the_focus_moves_between_characters(new_stagehand)
     </script>""")
     with pytest.raises(ActionFailedError, match="typing stopped after 3 of 16 characters"):
         await execute_action(sh.page, Action(selector="#pw", method="type", arguments=["%secret%"]),
-                             variables={"secret": SECRET})
+                             variables=VariableSet.of({"secret": SECRET}))
     assert await sh.page.input_value("#pw") == SECRET[:3] and await sh.page.input_value("#search") == ""
 
 
 async def test_fill_type_press_into_a_field_that_keeps_the_focus(new_stagehand) -> None:
     sh = await new_stagehand()
     await sh.page.set_content("<form onsubmit='document.title=\"sent\"; return false'><input id=pw><button>Go</button></form>")
-    await execute_action(sh.page, Action(selector="#pw", method="fill", arguments=["%secret%"]), variables={"secret": SECRET})
+    await execute_action(sh.page, Action(selector="#pw", method="fill", arguments=["%secret%"]), variables=VariableSet.of({"secret": SECRET}))
     await execute_action(sh.page, Action(selector="#pw", method="type", arguments=["!"]))
     await execute_action(sh.page, Action(selector="#pw", method="press", arguments=["Enter"]))
     assert await sh.page.input_value("#pw") == SECRET + "!" and await sh.page.title() == "sent"
@@ -223,11 +224,11 @@ async def test_a_value_getter_override_does_not_hide_a_secret_from_the_mask(new_
     sh = await new_stagehand()
     await sh.page.set_content(HIDDEN_VALUE)
     variables = {"token": SECRET}
-    await execute_action(sh.page, Action(selector="#token", method="fill", arguments=["%token%"]), variables=variables)
+    await execute_action(sh.page, Action(selector="#token", method="fill", arguments=["%token%"]), variables=VariableSet.of(variables))
     # Control: the old page-world read sees an empty field, so nothing would be masked.
     assert await sh.page.locator("input").evaluate_all(OLD_VALUES_JS) == [""]
-    assert len(await secret_fields(sh.page, variables)) == 1
-    png = await masked_screenshot(sh.page, variables)
+    assert len(await secret_fields(sh.page, VariableSet.of(variables))) == 1
+    png = await masked_screenshot(sh.page, VariableSet.of(variables))
     colors = {color for _, color in Image.open(io.BytesIO(png)).convert("RGB").getcolors(1 << 20)}
     assert tuple(int(MASK_COLOR[i:i + 2], 16) for i in (1, 3, 5)) in colors
 

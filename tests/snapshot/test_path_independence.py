@@ -13,6 +13,7 @@ import pytest
 
 from stagehand_py import Snapshot, Stagehand, measure_dom_confidence
 from stagehand_py._operations._identity import identity_in
+from stagehand_py._secrets import VariableSet
 from stagehand_py._vision._annotate import actionable_ids
 from stagehand_py.agent.hygiene import page_signature
 
@@ -47,7 +48,7 @@ async def test_a_wrapped_page_and_a_launched_one_give_the_same_snapshot(context,
         for element in wrapped.elements:
             if element.actionable:
                 selector = f"xpath={element.xpath}"
-                assert identity_in(wrapped, selector, {}) == identity_in(launched, selector, {}) is not None
+                assert identity_in(wrapped, selector, VariableSet.of(None)) == identity_in(launched, selector, VariableSet.of(None)) is not None
 
 
 async def test_control_the_comparison_sees_one_changed_line(context, server) -> None:

@@ -9,9 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...._actions import substitute
+from ...._actions import placeholders_in, substitute
+from ...._errors import SecretPlacementError
 from ...._prompts.agent import cua_system_prompt
 from ...._prompts.common import Fence
+from ...._secrets import VariableSet
 from ...._vision import masked_screenshot
 from ..._run import PageState, Run
 from ..._step import structured_step
@@ -73,7 +75,7 @@ class CuaMode:
         width, height = (g.screen_width, g.screen_height) if g else self.target
         return cua_system_prompt(fence, width=width, height=height, extra=run.config.system_prompt)
 
-    async def _shot(self, page: Any, variables: dict[str, Any]) -> bytes:
+    async def _shot(self, page: Any, variables: VariableSet) -> bytes:
         viewport = page.viewport_size or await page.evaluate("() => ({width: innerWidth, height: innerHeight})")
         vw, vh = int(viewport["width"]), int(viewport["height"])
         scale = ScreenGeometry.fit((vw, vh), self.target)
@@ -135,6 +137,12 @@ class CuaMode:
             return ToolOutcome(ok=True, text=f"mouse at ({a.x}, {a.y})")
 
         async def type_(run: Run, a: TypeArgs) -> ToolOutcome:
+            bound = [name for name in placeholders_in([a.text]) if run.variables.placement(name) is not None]
+            if bound:  # keys go to whatever has the focus: where they land cannot be checked first
+                raise SecretPlacementError(
+                    f"%{bound[0]}% is bound to origins or a field, and typing by coordinates cannot check where the keys "
+                    "land, so nothing was typed. Use a DOM agent (mode='dom'), whose act checks the field first.",
+                    variable=bound[0], method="type")
             (text,) = substitute([a.text], run.variables) if run.variables else (a.text,)
             await run.driver.page.keyboard.type(text)
             return ToolOutcome(ok=True, text=f"typed {a.text!r}")  # the placeholder form, never the value

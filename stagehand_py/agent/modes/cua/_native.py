@@ -112,7 +112,7 @@ class NativeComputerUse:
         status = P.cua_native_status(step=run.step, max_steps=run.max_steps, url=run.redact(state.url),
                                      notices=[*session.feedback, *notices])
         if not session.started:
-            task = P.task_message(run.instruction, variables=run.variable_descriptions, max_steps=run.max_steps)
+            task = P.task_message(run.instruction, variables=run.variables.descriptions, max_steps=run.max_steps)
             return [UserMessage([TextPart(text=task), TextPart(text=status), screenshot])]
         results: list[ToolResultPart] = []
         for index, pending in enumerate(session.pending):
@@ -149,7 +149,7 @@ class NativeComputerUse:
 
         client = run.client
         answer = await ask_model(run, state, lambda: client.turn(
-            messages, tools=[tool], purpose="agent", previous_response_id=session.previous_id, secrets=run.secrets))
+            messages, tools=[tool], purpose="agent", previous_response_id=session.previous_id, secrets=run.variables.secret_values()))
         if answer is None:  # a failed step; the pending results go with the next screenshot
             return
         session.started = True
@@ -220,7 +220,7 @@ class NativeComputerUse:
         try:
             generated = await run.client.generate(
                 [SystemMessage(system), UserMessage([TextPart(text=user), ImagePart(data=state.images[0])])],
-                purpose="agent_output", output=run.output, secrets=run.secrets,
+                purpose="agent_output", output=run.output, secrets=run.variables.secret_values(),
             )
         except StagehandError as exc:
             logger.warning("agent: the final output call failed (%s); done is checked without it", type(exc).__name__)
