@@ -88,8 +88,9 @@ def test_the_public_types_do_not_import_the_model_client() -> None:
 
 #: A module a maintainer can read in one sitting; longer ones are split into cohesive private parts.
 MAX_MODULE_LINES = 600
-#: Modules still over the limit (each a debt; remove it here once it is split).
-OVER_THE_LIMIT = {"_stagehand.py"}
+#: Modules still over the limit (each a debt; remove it here once it is split). None since
+#: _stagehand.py handed a tab's state to _session.py and model clients to _model_clients.py.
+OVER_THE_LIMIT: set[str] = set()
 
 
 def long_modules(package: Path, limit: int) -> set[str]:
