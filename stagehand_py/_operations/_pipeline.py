@@ -36,7 +36,7 @@ from .._prompts.common import Fence, page_fence
 from .._secrets import redact_text
 from .._types import VariableValue
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ..snapshot import OutlineChunk, Snapshot, parse_line
+from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, parse_line
 from ._budget import chunk_budget, pieces
 from ._choice import as_choice
 from ._context import OperationContext
@@ -212,13 +212,14 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, 
                     output: type[BaseModel] | dict[str, Any], purpose: str, check: Check[T],
                     done: Callable[[T], bool], limit: int | None = None, vision: VisionMode = False,
                     sees: bool = False, images: Sequence[ImagePart] = (), elements: bool = False,
-                    instruction: str | None = None) -> list[T]:
+                    instruction: str | None = None, only: Callable[[SnapshotElement], bool] | None = None) -> list[T]:
     """Ask about the parts in order (at most ``limit``) until ``done(answer)``; the answers.
 
     ``vision``/``sees`` plan screenshots (:func:`._vision.plan_requests`); ``images`` go with
     every request (extract's page screenshot). ``elements``: the answer is an element question
     (``ObserveAnswer``/``ActAnswer`` and ``check`` returning a list), asked in choice mode when
-    the client wants it; ``instruction`` then ranks the choices when they must be cut.
+    the client wants it; ``instruction`` then ranks the choices when they must be cut, and
+    ``only`` keeps the elements it accepts as choices.
     """
     client = ctx.get_client()
     chunks = parts.chunks[:limit] if limit is not None else parts.chunks
@@ -234,7 +235,7 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, 
         question, answer_output, answer_check = user, output, check
         if elements and client.choice_mode and isinstance(output, type):
             choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
-                               check=check, instruction=instruction)
+                               check=check, instruction=instruction, only=only)
             if choice is None:
                 logger.info("%s: no actionable element in part %d of %d; nothing to choose", purpose, chunk.index + 1,
                             parts.total)
