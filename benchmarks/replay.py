@@ -172,7 +172,7 @@ def table(phases: list[Phase]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for p in phases:
         same = "" if p.phase.startswith("live") else ("yes" if p.success == live.get(p.task) else "no")
-        drift = "" if not p.drift else f"{p.drift}{'' if p.exercised else ' (not in the stored run)'}"
+        drift = "" if not p.drift else f"{p.drift}{' (not in the stored run)' if p.exercised is False else ''}"
         lines.append(f"| {p.task} | {p.phase} | {'yes' if p.success else 'no'} | {same} | {p.calls} | {p.seconds:.1f} | "
                      f"{p.replayed} | {p.healed} | {'yes' if p.fell_back else 'no'} | {drift} |")
     return "\n".join(lines)
@@ -217,8 +217,11 @@ async def main(argv: list[str] | None = None) -> int:
             original = (site / drift.file).read_text(encoding="utf-8")
             if drift.old not in original:
                 raise SystemExit(f"{task.name}: {drift.old!r} is not in {drift.file}; update DRIFTS")
+            exercised: bool | None = None
             for phase in ("live", "replay", "drift"):
                 if phase == "drift":
+                    # Read before the drift phase, which stores the healed run (the new name) over it.
+                    exercised = acts_on(folder / f"cache-{task.name}", drift)
                     (site / drift.file).write_text(original.replace(drift.old, drift.new), encoding="utf-8")
                 scripted = phase == "live" and args.record == "scripted"
                 runner = LLMClient(AgentScript(list(SCRIPTS[task.name]))) if scripted else client
@@ -226,10 +229,10 @@ async def main(argv: list[str] | None = None) -> int:
                                           max_steps=args.max_steps, task_timeout=args.task_timeout,
                                           token_budget=args.token_budget)
                 if phase == "drift":
-                    outcome.drift, outcome.exercised = drift.label, acts_on(folder / f"cache-{task.name}", drift)
+                    outcome.drift, outcome.exercised = drift.label, exercised
                 phases.append(outcome)
                 _save(args.out, record, phases)
-                print(f"{task.name:17} {phase:7} {'done' if outcome.success else 'NOT DONE':8} {outcome.calls:3} calls "
+                print(f"{task.name:17} {outcome.phase:15} {'done' if outcome.success else 'NOT DONE':8} {outcome.calls:3} calls "
                       f"{outcome.seconds:7.1f} s  replayed {outcome.replayed} healed {outcome.healed}  {outcome.detail}",
                       flush=True)
             (site / drift.file).write_text(original, encoding="utf-8")
