@@ -165,7 +165,7 @@ class Outcome:
         return self.seconds / max(self.steps, 1)
 
 
-def _load() -> str:
+def load_average() -> str:
     try:
         one, five, _ = os.getloadavg()
         return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
@@ -228,7 +228,7 @@ async def main(argv: list[str] | None = None) -> int:
     client = LLMClient(model)
     server = StaticServer().start()
     outcomes: list[Outcome] = []
-    print(f"model {path.name}; {_load()}", flush=True)
+    print(f"model {path.name}; {load_average()}", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="local-agent-bench-"))
     sh = await Stagehand.launch(model=client, token_budget=args.token_budget)
     try:
@@ -245,7 +245,7 @@ async def main(argv: list[str] | None = None) -> int:
         await model.aclose()
     print()
     print(table(outcomes))
-    print(f"\n{_load()} at the end")
+    print(f"\n{load_average()} at the end")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"label": args.label, "model": str(path), "max_steps": args.max_steps,
                               "task_timeout": args.task_timeout, "token_budget": args.token_budget,

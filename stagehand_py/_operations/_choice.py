@@ -155,14 +155,19 @@ class ChoiceRequest:
 
 
 def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, fence: Fence, token_budget: int,
-              check: Callable[[Any], tuple[list[str], Any]], instruction: str | None) -> ChoiceRequest | None:
+              check: Callable[[Any], tuple[list[str], Any]], instruction: str | None,
+              only: Callable[[SnapshotElement], bool] | None = None) -> ChoiceRequest | None:
     """The element question (``ObserveAnswer`` or ``ActAnswer``) as a choice among ``outline``'s
     actionable lines, or None when the chunk has none (nothing could be chosen: no request).
 
     ``check`` receives the answer as ``answer`` either way, so checks and Actions downstream are
-    the same in both modes. ``instruction`` ranks the choices when they must be cut.
+    the same in both modes. ``instruction`` ranks the choices when they must be cut; ``only``
+    keeps the elements it accepts (a heal: those of the recorded role that can be acted on).
     """
     choices = candidates(outline, fence)
+    contexts = _contexts(outline)
+    if only is not None:
+        choices = {line: eid for line, eid in choices.items() if eid in contexts and only(contexts[eid][0])}
     if not choices:
         return None
     single = issubclass(answer, ActAnswer)
@@ -173,7 +178,6 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
         text = with_choices(user, lines, fence, single=single)
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
-    contexts = _contexts(outline)
     if single:  # act: narrowed to the candidates that fit the instruction
         choices = _fitting(choices, contexts, instruction)
     choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction, contexts)

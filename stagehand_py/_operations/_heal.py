@@ -30,6 +30,7 @@ from .._prompts.act import heal_system, heal_user
 from .._prompts.common import Fence
 from .._prompts.observe import ObserveAnswer
 from .._types import Action, ActResult
+from ..snapshot import SnapshotElement
 from ._answers import check_elements
 from ._context import OperationContext
 from ._identity import identity_in, identity_matches, remember
@@ -125,10 +126,16 @@ async def heal(ctx: OperationContext, action: Action, *, role: str | None = None
                     f"was on a {role}: choose the {role} that fits the description."], []
         return problems, found
 
+    def fits(element: SnapshotElement) -> bool:
+        # In choice mode only elements of the recorded role that can take the action are offered: a
+        # small model otherwise picks the first button of the form, a disabled "Reset password".
+        return (role is None or element.role == role) and "disabled" not in element.flags
+
     parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=f"{action.description} {' '.join(action.arguments)}",
                        choice=client.choice_mode)
     answers = await ask_parts(ctx, page, parts, Question(prompt, ObserveAnswer, check), purpose="heal",
-                              done=lambda found: True, limit=1, elements=True, instruction=action.description)
+                              done=lambda found: True, limit=1, elements=True, instruction=action.description,
+                              only=fits)
     found = answers[0] if answers else []
     if not found:
         return None

@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
 from .._prompts.common import Fence, page_fence
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ..snapshot import OutlineChunk, Snapshot, parse_line
+from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, parse_line
 from ._budget import chunk_budget, pieces
 from ._choice import as_choice
 from ._context import OperationContext
@@ -218,13 +218,14 @@ async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel]
 
 async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chunk: OutlineChunk, question: Question[T], *,
                    purpose: str, with_image: bool = False, images: Sequence[ImagePart] = (), elements: bool = False,
-                   instruction: str | None = None) -> T | None:
+                   instruction: str | None = None, only: Callable[[SnapshotElement], bool] | None = None) -> T | None:
     """``question`` asked about one ``chunk`` of the page: the answer that passed its check.
 
     ``with_image`` adds the annotated screenshot; ``images`` go with the request as given
     (extract's page screenshot). ``elements``: an element question (``ObserveAnswer``/``ActAnswer``
     and a check returning a list), asked in choice mode when the client wants it, ``instruction``
-    then ranking the choices when they must be cut; None when the part has no element to choose.
+    then ranking the choices when they must be cut and ``only`` keeping the elements it accepts as
+    choices; None when the part has no element to choose.
     """
     client = ctx.model()
     fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
@@ -236,7 +237,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
     output, check = question.output, question.check
     if elements and client.choice_mode and isinstance(output, type):
         choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
-                           check=check, instruction=instruction)
+                           check=check, instruction=instruction, only=only)
         if choice is None:
             logger.info("%s: no actionable element in part %d of %d; nothing to choose", purpose, chunk.index + 1,
                         parts.total)
@@ -247,17 +248,18 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
 
 async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, question: Question[T], *, purpose: str,
                     done: Callable[[T], bool], limit: int | None = None, vision: VisionMode = False,
-                    sees: bool = False, elements: bool = False, instruction: str | None = None) -> list[T]:
+                    sees: bool = False, elements: bool = False, instruction: str | None = None,
+                    only: Callable[[SnapshotElement], bool] | None = None) -> list[T]:
     """``question`` about the parts in order (at most ``limit``) until ``done(answer)``; the answers.
 
-    ``vision``/``sees`` plan screenshots (:func:`._vision.plan_requests`); ``elements`` and
-    ``instruction`` as for :func:`ask_part`.
+    ``vision``/``sees`` plan screenshots (:func:`._vision.plan_requests`); ``elements``,
+    ``instruction`` and ``only`` as for :func:`ask_part`.
     """
     chunks = parts.chunks[:limit] if limit is not None else parts.chunks
     answers: list[T] = []
     for chunk, with_image in plan_requests(chunks, vision, confidence=page.snapshot.dom_confidence, sees=sees):
         answer = await ask_part(ctx, page, parts, chunk, question, purpose=purpose, with_image=with_image,
-                                elements=elements, instruction=instruction)
+                                elements=elements, instruction=instruction, only=only)
         if answer is None:
             continue
         answers.append(answer)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ..snapshot import OutlineChunk, SnapshotElement, parse_line
 
-__all__ = ["element_score", "rank_chunks", "sections", "terms"]
+__all__ = ["claim_score", "element_score", "rank_chunks", "sections", "terms"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words every instruction uses: they say what to do, not where on the page.
@@ -94,6 +94,19 @@ def element_score(element: SnapshotElement, labels: Sequence[str], weights: dict
     section's labels: each term counted once, on the name or the labels."""
     words = set(terms(" ".join((element.role, element.name, *labels))))
     return sum(weight for term, weight in weights.items() if _matches(term, words))
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def claim_score(text: str, claim: str) -> float:
+    """How much of ``claim`` one line of text bears on: each of its words found in ``text`` once,
+    numbers (even one digit: "2 items") triple and only whole ("2" is not "20")."""
+    words = set(terms(text)) | set(_NUMBER.findall(text))
+    wanted: dict[str, float] = {t: 1.0 for t in terms(claim) if not t.isdigit()}
+    wanted.update(dict.fromkeys(_NUMBER.findall(claim), _LITERAL_WEIGHT))
+    return sum(weight for term, weight in wanted.items()
+               if (term in words if term.isdigit() else _matches(term, words)))
 
 
 def _pattern(term: str) -> re.Pattern[str]:

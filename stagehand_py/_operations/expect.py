@@ -2,8 +2,10 @@
 
 The page is read as its outline (no screenshot unless asked), cut to the part most relevant to the
 claim, and the model answers a verdict (yes/no) and the evidence: one line of that outline, quoted.
-An evidence line the page does not have is re-asked (the client's one bounded loop); in choice
-mode the evidence is chosen from the part's lines, so a small model cannot invent one.
+An evidence line the page does not have is re-asked (the client's one bounded loop). In choice
+mode the evidence is chosen from the part's lines that say something, numbered, the most
+relevant to the claim first (:func:`evidence_choices`), so a small model cannot invent one and
+finds the deciding line near the top.
 """
 
 from __future__ import annotations
@@ -13,18 +15,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._prompts.common import Fence
-from .._prompts.expect import NO_LINE, expect_schema, expect_system, expect_user
+from .._prompts.common import Fence, page_fence
+from .._prompts.expect import NO_LINE, evidence_choice, expect_schema, expect_system, expect_user
 from .._vision import masked_screenshot
 from ..llm import ImagePart, Usage
+from ..snapshot import parse_line
 from ._context import OperationContext
 from ._pipeline import ask, read_page, split_page
+from ._relevance import claim_score
 from ._vision import require_sight
 
-__all__ = ["Expectation", "expect"]
+__all__ = ["Expectation", "evidence_choices", "expect"]
 
-#: Most lines offered as choices in choice mode (the most relevant part's first lines).
-MAX_CHOICES = 200
+#: Most lines offered as evidence choices in choice mode: the part's lines most relevant to the
+#: claim first (a small model picks among few far better than among a page's every line).
+MAX_CHOICES = 20
 
 
 class Expectation(BaseModel):
@@ -57,36 +62,62 @@ def _same(a: str, b: str) -> bool:
     return re.sub(r"\s+", " ", a).strip() == re.sub(r"\s+", " ", b).strip()
 
 
+def evidence_choices(lines: list[str], claim: str) -> dict[str, str]:
+    """Choice mode's evidence choices -> the outline line each stands for: the lines that say
+    something (a name or a value), most relevant to ``claim`` first, text before controls on a
+    tie ("Cart: 2 items" before the "Add to cart" button), page order after that; at most
+    :data:`MAX_CHOICES`, each once, numbered."""
+    said: dict[str, tuple[str, float, bool, int]] = {}
+    for index, line in enumerate(lines):
+        element = parse_line(line)
+        if element is None or not (element.name or element.value):
+            continue
+        value = "" if element.value is None else f' value="{element.value}"'
+        shown = (f"{element.role}: {element.name}" if element.name else element.role) + value + "".join(
+            f" [{flag}]" for flag in element.flags)
+        if shown not in said:
+            said[shown] = (line, claim_score(shown, claim), element.actionable, index)
+    ranked = sorted(said.items(), key=lambda item: (-item[1][1], item[1][2], item[1][3]))[:MAX_CHOICES]
+    return {evidence_choice(n, shown): line for n, (shown, (line, *_)) in enumerate(ranked, start=1)}
+
+
 async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False) -> Expectation:
     client = ctx.model()
     if screenshot:
         require_sight(client, "expect(screenshot=True)")
     page = await read_page(ctx)
+    choice = client.choice_mode
 
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
-        return expect_system(fence), expect_user(claim, outline, fence, part=part)
+        sample = [evidence_choice(n, "StaticText: " + "x" * 60) for n in range(1, MAX_CHOICES + 1)] if choice else None
+        return expect_system(fence), expect_user(claim, outline, fence, part=part, choices=sample)
 
-    choice = client.choice_mode
     parts = split_page(ctx, page.text, prompt, expect_schema(None), rank_by=claim, choice=choice)
     chunk = parts.chunks[0] if parts.chunks else None
     text = chunk.text if chunk is not None else ""
     lines = _lines(text)
-    fence = Fence()
-    system, user = prompt(fence, text, parts.part(chunk) if chunk is not None else None)
+    choices = evidence_choices(lines, claim) if choice else None
+    fence = page_fence(ctx.page, text)
+    part = parts.part(chunk) if chunk is not None else None
+    system, user = expect_system(fence), expect_user(claim, text, fence, part=part,
+                                                     choices=list(choices) if choices is not None else None)
     images: list[ImagePart] = []
     if screenshot:  # secrets masked like every screenshot a model sees
         images.append(ImagePart(data=await masked_screenshot(ctx.page, ctx.variables, type="png")))
 
     def check(out: dict[str, Any]) -> tuple[list[str], tuple[str, str]]:
         evidence = str(out.get("evidence", "")).strip()
-        if evidence != NO_LINE and not any(_same(evidence, line) or _same(evidence, line.split("] ", 1)[-1])
-                                           for line in lines):
+        if evidence == NO_LINE:
+            return [], (str(out.get("verdict")), "")
+        if choices is not None and evidence in choices:
+            return [], (str(out.get("verdict")), choices[evidence])
+        if not any(_same(evidence, line) or _same(evidence, line.split("] ", 1)[-1]) for line in lines):
             return [f"evidence {evidence[:120]!r} is not a line of the page outline; quote one line exactly, or "
                     f"answer {NO_LINE!r} with verdict 'no'."], ("no", "")
-        return [], (str(out.get("verdict")), "" if evidence == NO_LINE else evidence)
+        return [], (str(out.get("verdict")), evidence)
 
     before = client.metrics.total
-    verdict, evidence = await ask(client, system, user, expect_schema(lines[:MAX_CHOICES] if choice else None),
+    verdict, evidence = await ask(client, system, user, expect_schema(list(choices) if choices is not None else None),
                                   purpose="expect", secrets=ctx.variables.secret_values(), check=check, images=images)
     return Expectation(claim=claim, passed=verdict == "yes", verdict="yes" if verdict == "yes" else "no",
                        evidence=evidence, url=ctx.page.url, usage=client.metrics.total - before)

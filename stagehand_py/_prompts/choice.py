@@ -16,7 +16,7 @@ from typing import Any, get_args
 from .._types import ActionMethod
 from .common import Fence, reuse_layout
 
-__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "with_choices"]
+__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "enum_safe", "with_choices"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
@@ -33,10 +33,15 @@ MAX_CHOSEN = 10
 _UNSAFE = str.maketrans({'"': "'", "\\": "/", **{chr(c): " " for c in range(32)}})
 
 
+def enum_safe(text: str) -> str:
+    """``text`` on one line without the characters a grammar's enum string cannot hold."""
+    return " ".join(text.translate(_UNSAFE).split())
+
+
 def choice_line(role: str, name: str, element_id: str, *, details: str = "") -> str:
     """One choice: ``"button: Log in [0-11]"``; an unnamed element shows its ``details``
     instead (``'textbox value="x" [0-7]'``) or just its role (``"textbox [0-7]"``)."""
-    text = " ".join((name or details).translate(_UNSAFE).split())
+    text = enum_safe(name or details)
     if len(text) > _NAME_MAX:
         text = text[: _NAME_MAX - 1].rstrip() + "…"
     if not text:

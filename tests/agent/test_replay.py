@@ -16,7 +16,9 @@ import pytest
 from _server import Response
 
 from stagehand_py import Action, ActionFailedError, AgentError, ElementIdentity, InvalidArgumentError
+from stagehand_py._prompts.choice import NO_CHOICE
 from stagehand_py.agent._recording import load_recording
+from stagehand_py.llm import LLMClient
 from stagehand_py.testing import FunctionLLM, capture_requests
 
 from . import test_agent_tabs
@@ -253,3 +255,46 @@ async def test_a_heal_onto_another_role_is_asked_again(make, shop, tmp_path):
     assert [c.request.purpose for c in calls] == ["heal", "heal"]  # one heal: its answer and the re-ask
     assert result.replay is not None and result.replay.healed == [1] and not result.replay.fell_back
     assert await sh.page.inner_text("#cart") == f"Cart: {SECRET} items"
+
+
+SIGN_IN = """<!doctype html><title>Sign in</title><h1>Sign in</h1>
+<label>Username <input id=user></label>
+<button type=button disabled>Reset password</button>
+<button id=go onclick="document.getElementById('out').textContent = 'Signed in as ' + document.getElementById('user').value">{label}</button>
+<p id=out>Not signed in</p>"""
+
+
+async def test_a_choice_mode_heal_offers_only_enabled_elements_of_the_recorded_role(make, server, tmp_path):
+    # A choice-mode heal used to offer every actionable line of the form, and a small model leans to the first
+    # ones (the username box, the disabled "Reset password" button: right role, cannot be clicked). Scripted
+    # here as a model that always takes the first choice offered; without the filter it never heals.
+    label = {"text": "Sign in"}
+    route = server.route("/replay/sign-in", lambda r: Response.html(SIGN_IN.replace("{label}", label["text"])))
+    task, cache = "Sign in as %user%", tmp_path / "cache"
+    try:
+        recorder = AgentScript([
+            lambda s: call("act", element_id=s.id("textbox", "Username"), method="fill", arguments=["%user%"]),
+            lambda s: call("act", element_id=s.id("button", "Sign in")),
+            call("done", message="signed in"),
+        ])
+        sh = await make(model=recorder, cache_dir=cache)
+        await sh.page.goto(server.url("replay/sign-in"))
+        assert (await sh.agent().execute(task, variables={"user": "ada"})).success
+        label["text"] = "Log in"
+        offered: list[list[str]] = []
+
+        def first_choice(request):
+            assert request.purpose == "heal", request.purpose
+            choices = request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+            offered.append(choices)
+            return {"elements": [{"element": choices[0], "method": "click", "arguments": []}]}
+
+        sh = await make(model=LLMClient(FunctionLLM(first_choice), choice_mode=True), cache_dir=cache)
+        await sh.page.goto(server.url("replay/sign-in"))
+        result = await sh.agent().execute(task, variables={"user": "ada"})
+    finally:
+        route.remove()
+    assert len(offered) == 1 and [c.split(" [")[0] for c in offered[0]] == ["button: Log in", NO_CHOICE], offered
+    assert result.success and result.replay is not None and not result.replay.fell_back, result.message
+    assert result.replay.replayed == [0] and result.replay.healed == [1]
+    assert await sh.page.inner_text("#out") == "Signed in as ada"

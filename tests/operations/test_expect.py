@@ -9,6 +9,7 @@ from _server import Response
 from test_sync_api import in_thread
 
 from stagehand_py import Expectation, ExpectationError, InvalidArgumentError, OutputValidationError, sync_api
+from stagehand_py._prompts.expect import NO_LINE
 from stagehand_py.llm import LLMClient
 from stagehand_py.testing import FunctionLLM
 
@@ -113,3 +114,56 @@ def test_the_sync_mirror_returns_the_same_verdict(server):
     finally:
         route.remove()
     assert verdict.passed and "Total: $18.00" in verdict.evidence
+
+
+#: The cart line after a heading and a button that also say "cart", and a field whose value holds quotes.
+SHOP = ('<title>Shop</title><h1>Your cart</h1><button>Add to cart</button><p>Delivery: Tuesday</p>'
+        '<label>Note <input value=\'say "hi"\'></label><p>Cart: 2 items</p><p>Total: $18.00</p>')
+
+
+def _first_choice(seen: list[list[str]], verdict: str = "yes"):
+    """A small model's habit: the first evidence choice offered."""
+    def model(request):
+        choices = request.output_schema["properties"]["evidence"]["enum"]
+        seen.append(choices)
+        return {"evidence": choices[0], "verdict": verdict}
+    return model
+
+
+async def test_choice_mode_offers_the_lines_that_bear_on_the_claim_first(make_stagehand, server):
+    route = server.route("/expect/shop", lambda r: Response.html(SHOP))
+    seen: list[list[str]] = []
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(_first_choice(seen)), choice_mode=True))
+    try:
+        await sh.page.goto(server.url("expect/shop"))
+        cart = await sh.expect("the cart shows 2 items")
+        total = await sh.expect("the total is $18.00")
+    finally:
+        route.remove()
+    # Numbered, most relevant first: the line with the claim's number and words, not the heading or the button.
+    assert seen[0][0] == "1. StaticText: Cart: 2 items" and seen[1][0] == "1. StaticText: Total: $18.00", seen
+    assert cart.passed and cart.evidence.endswith("] StaticText: Cart: 2 items"), cart  # the outline line, with its id
+    assert total.evidence.endswith("] StaticText: Total: $18.00"), total
+    # Every line that says something is offered once; lines with no name or value are not; no quote in an enum
+    # string (llama.cpp's grammar mishandles them), the evidence mapped back to the line as the page shows it.
+    offered = [c.split(". ", 1)[1] for c in seen[0][:-1]]
+    assert len(offered) == len(set(offered)) and seen[0][-1] == NO_LINE
+    assert "heading: Your cart" in offered and "button: Add to cart" in offered
+    assert not any(c in ("paragraph", "label") for c in offered) and not any('"' in c for c in seen[0]), seen[0]
+    assert offered.index("heading: Your cart") < offered.index("button: Add to cart")  # text before controls on a tie
+
+
+async def test_choice_mode_evidence_with_quotes_maps_back_to_the_page_line(make_stagehand, server):
+    route = server.route("/expect/shop-note", lambda r: Response.html(SHOP))
+
+    def model(request):
+        choices = request.output_schema["properties"]["evidence"]["enum"]
+        return {"evidence": next(c for c in choices if "say 'hi'" in c), "verdict": "yes"}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True))
+    try:
+        await sh.page.goto(server.url("expect/shop-note"))
+        verdict = await sh.expect("the note says hi")
+    finally:
+        route.remove()
+    assert verdict.passed and verdict.evidence.endswith('textbox: Note value="say \\"hi\\""'), verdict
