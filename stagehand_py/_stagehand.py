@@ -296,6 +296,13 @@ class Stagehand:
         self._check_not_closed()
         self._tabs.check_current()
 
+    @property
+    def _identities(self) -> dict[str, ElementIdentity]:
+        """The driven tab's planned identities (selector -> role and name). The agent writes the
+        element it chose here before ``act(Action)`` (which checks the page still shows it) and
+        reads what a heal chose; an act keeps the dict of the tab it started on."""
+        return self._driven().identities
+
     def _driven(self) -> PageSession:
         """The session of the tab driven now (see :attr:`pages` for the rule); a verb keeps it to its end."""
         self._check_open()

@@ -221,12 +221,14 @@ class Run:
         result = await self.driver.act(action, variables=self.variables.given or None)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)
-        self.record_acts(result)
+        self.record_acts(result, identities)  # the acting tab's, even when the act opened another
         return result
 
-    def record_acts(self, result: ActResult) -> None:
-        """Record the actions ``result`` ran, each with the identity its element was chosen on."""
-        identities = getattr(self.driver, "_identities", None)
+    def record_acts(self, result: ActResult, identities: object = None) -> None:
+        """Record the actions ``result`` ran, each with the identity its element was chosen on
+        (from ``identities``, else the driven tab's)."""
+        if identities is None:
+            identities = getattr(self.driver, "_identities", None)
         for ran in result.actions:
             identity = identities.get(ran.selector) if isinstance(identities, dict) else None
             self.recorded.append(RecordedStep(
