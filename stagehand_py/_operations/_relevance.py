@@ -29,6 +29,9 @@ _STOP = frozenset(
      "this", "that", "to", "with", "click", "type", "fill", "press", "select", "enter", "find", "get", "all", "any",
      "page", "element", "elements", "button", "field", "extract", "what", "which", "its", "their", "value", "values"]
 )
+# "Go to page 2", "go to the next page": "go" says to navigate, it names no element (a "Go"
+# button is named by "click Go").
+_GO_TO = re.compile(r"\bgo(?=\s+to\b)")
 _QUOTED = re.compile(r"""["'“‘]([^"'”’]{2,80})["'”’]""")
 _IDS = re.compile(r"\[\d+-\d+\]")
 _LITERAL_WEIGHT = 3.0
@@ -49,7 +52,7 @@ _MAX_LABELS = 2
 
 def terms(text: str) -> list[str]:
     """The words of ``text`` that can tell page parts apart (lower case, no stop words)."""
-    return [w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP]
+    return [w for w in _WORD.findall(_GO_TO.sub(" ", text.lower())) if (len(w) > 1 or w.isdigit()) and w not in _STOP]
 
 
 def sections(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[str, ...]]]:
@@ -91,9 +94,15 @@ def _matches(term: str, words: set[str]) -> bool:
 
 def element_score(element: SnapshotElement, labels: Sequence[str], weights: dict[str, float]) -> float:
     """How much of the instruction (``weights``: term -> weight) an element answers, read with its
-    section's labels: each term counted once, on the name or the labels."""
+    section's labels: each term counted once, on the name or the labels. An element the
+    instruction names whole (every word of its name asked for: the "2" of "go to page 2") counts
+    double, above one whose longer name merely contains those words ("Harbor 2")."""
     words = set(terms(" ".join((element.role, element.name, *labels))))
-    return sum(weight for term, weight in weights.items() if _matches(term, words))
+    score = sum(weight for term, weight in weights.items() if _matches(term, words))
+    own = terms(element.name)
+    if own and score and all(any(_matches(term, {word}) for term in weights) for word in own):
+        score *= 2
+    return score
 
 
 def _pattern(term: str) -> re.Pattern[str]:
