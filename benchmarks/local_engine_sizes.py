@@ -130,8 +130,8 @@ def one_config(model_path: Path, config: str, prompts_file: Path, runs: int, wan
 
 
 def table(results: list[dict[str, Any]], names: list[str]) -> str:
-    head = "| n_ctx / n_batch / n_ubatch | " + " | ".join(f"{n}: tokens, prompt s, tok/s, CPU s" for n in names) + \
-        " | load s | RSS MiB | peak MiB | load avg |"
+    head = "| " + " | ".join(["n_ctx / n_batch / n_ubatch", *(f"{n}: tokens, prompt s, tok/s, CPU s" for n in names),
+                             "load s", "RSS MiB", "peak MiB", "load avg"]) + " |"
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         if "error" in r:
@@ -147,8 +147,8 @@ def table(results: list[dict[str, Any]], names: list[str]) -> str:
             tokens = runs[0]["prompt_n"]
             cpu = sorted(run["cpu_s"] for run in runs)[len(runs) // 2]
             cells.append(f"{tokens}, {ms / 1000:.1f}, {tokens / ms * 1000:.0f}, {cpu:.1f}")
-        out.append(f"| {r['config']} | " + " | ".join(cells) + f" | {r['load_s']} | {r['rss_mib']} | {r['peak_mib']} | "
-                   f"{r['load_avg_start']:.1f}-{r['load_avg_end']:.1f} |")
+        out.append("| " + " | ".join([r["config"], *cells, str(r["load_s"]), str(r["rss_mib"]), str(r["peak_mib"]),
+                                      f"{r['load_avg_start']:.1f}-{r['load_avg_end']:.1f}"]) + " |")
     return "\n".join(out)
 
 
