@@ -148,7 +148,7 @@ async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="a .gguf path (default: the pinned model in the models folder)")
     parser.add_argument("--kinds", nargs="+", default=["wrapped", "launched"], choices=["wrapped", "launched"])
-    parser.add_argument("--only", nargs="*", default=None, help="act names to run (default: all)")
+    parser.add_argument("--only", nargs="*", default=None, help="act names to run, in this order (default: all)")
     parser.add_argument("--token-budget", type=int, default=6000)
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--timeout", type=float, default=None,
@@ -162,7 +162,11 @@ async def main(argv: list[str] | None = None) -> int:
     path = model_path(args.model)
     model = LocalModel(path, n_ctx=args.n_ctx, timeout=args.timeout)
     client = LLMClient(model)
-    acts = [a for a in ACTS if args.only is None or a.name in args.only]
+    by_name = {a.name: a for a in ACTS}
+    unknown = [name for name in args.only or [] if name not in by_name]
+    if unknown:
+        parser.error(f"unknown act(s) {unknown}; the acts are {list(by_name)}")
+    acts = ACTS if args.only is None else [by_name[name] for name in args.only]  # in the order given
     print(f"model {path.name}; {load()}", flush=True)
     outcomes: list[Outcome] = []
     scratch = tempfile.TemporaryDirectory()
