@@ -234,7 +234,7 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, *, 
         question, answer_output, answer_check = user, output, check
         if elements and client.choice_mode and isinstance(output, type):
             choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
-                               check=check, instruction=instruction)
+                               check=check, instruction=instruction, rank_choices=parts.total > 1)
             if choice is None:
                 logger.info("%s: no actionable element in part %d of %d; nothing to choose", purpose, chunk.index + 1,
                             parts.total)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ..snapshot import OutlineChunk, SnapshotElement, parse_line
 
-__all__ = ["element_score", "rank_chunks", "sections", "terms"]
+__all__ = ["element_score", "rank_chunks", "ranking_terms", "sections", "terms"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words every instruction uses: they say what to do, not where on the page.
@@ -51,7 +51,14 @@ _MAX_LABELS = 2
 
 
 def terms(text: str) -> list[str]:
-    """The words of ``text`` that can tell page parts apart (lower case, no stop words)."""
+    """The words of ``text`` that can tell page parts apart (lower case, no stop words, no
+    single characters)."""
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP]
+
+
+def ranking_terms(text: str) -> list[str]:
+    """:func:`terms` for ranking an element question's parts and choices: a single digit is a
+    literal too (the "2" of "go to page 2", the "No"'s page link), and "go to" names no element."""
     return [w for w in _WORD.findall(_GO_TO.sub(" ", text.lower())) if (len(w) > 1 or w.isdigit()) and w not in _STOP]
 
 
@@ -97,9 +104,9 @@ def element_score(element: SnapshotElement, labels: Sequence[str], weights: dict
     section's labels: each term counted once, on the name or the labels. An element the
     instruction names whole (every word of its name asked for: the "2" of "go to page 2") counts
     double, above one whose longer name merely contains those words ("Harbor 2")."""
-    words = set(terms(" ".join((element.role, element.name, *labels))))
+    words = set(ranking_terms(" ".join((element.role, element.name, *labels))))
     score = sum(weight for term, weight in weights.items() if _matches(term, words))
-    own = terms(element.name)
+    own = ranking_terms(element.name)
     if own and score and all(any(_matches(term, {word}) for term in weights) for word in own):
         score *= 2
     return score
@@ -132,8 +139,8 @@ def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hint
     """
     if len(chunks) <= 1:
         return list(chunks)
-    weights: dict[str, float] = {t: _HINT_WEIGHT for t in terms(hints)}
-    for term in terms(instruction or ""):
+    weights: dict[str, float] = {t: _HINT_WEIGHT for t in ranking_terms(hints)}
+    for term in ranking_terms(instruction or ""):
         weights[term] = _LITERAL_WEIGHT if any(c.isdigit() for c in term) else 1.0
     phrases = {" ".join(p.lower().split()) for p in _QUOTED.findall(instruction or "")}
     if not weights and not phrases:

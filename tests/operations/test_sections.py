@@ -147,3 +147,23 @@ async def test_page_2_of_a_big_change_list_is_asked_first(make_stagehand, server
     assert result.success, result.message
     assert len(calls) == 1, offered
     assert parse_qs(urlsplit(sh.page.url).query) == {"p": ["2"]}
+
+
+async def test_an_acts_choices_come_most_relevant_first(make_stagehand, server):
+    """A small model takes the first line that could do: on the change list (a page asked in
+    parts) the filter's "No" comes before the rows' checkboxes that precede it on the page. A page
+    sent whole keeps page order (test_prompt_reuse: an act shares its observe's choices)."""
+    offered: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        offered.append(enum_of(request))
+        return {"elements": [{"element": NO_CHOICE, "method": "click", "arguments": []}], "opens_options": False}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000,
+                              dom_settle_timeout=0.5)
+    with server.route("/books/", lambda req: Response.html(_changelist(400))):
+        await sh.page.goto(server.url("books/"))
+        await sh.act(INSTRUCTION, vision=False)
+    first = offered[0]
+    assert first[0].startswith("link: No (By in stock)"), first[:5]
+    assert any(line.startswith("checkbox: Select this book") for line in first)  # rows before it on the page
