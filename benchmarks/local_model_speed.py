@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -39,8 +37,10 @@ from pydantic import BaseModel
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _browser import launch_chromium
+from _local_bench import append_run, load, model_path
 from _local_site import serve_site
 from _server import StaticServer
 from playwright.async_api import async_playwright
@@ -48,9 +48,7 @@ from playwright.async_api import async_playwright
 from stagehand_py import Stagehand, StagehandError, Variables
 from stagehand_py._prompts.common import set_reuse_layout
 from stagehand_py.llm import LLMClient, LocalModel
-from stagehand_py.llm._providers._local import models_dir
 
-DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 T = TypeVar("T")
 
 
@@ -139,11 +137,6 @@ async def validate_then_act(rec: Recorder, server: StaticServer, pairs: int) -> 
         await rec.timed("act", do, sh.act(do, vision=False), lambda result: result.success)
 
 
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} CPUs"
-
-
 def table(calls: list[Call]) -> str:
     """Per call, the layouts side by side; then totals per flow."""
     keyed = {(c.flow, c.kind, c.n, c.layout): c for c in calls}
@@ -187,7 +180,7 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "local_model_speed.json")
     args = parser.parse_args(argv)
-    path = Path(args.model) if args.model else (models_dir() or Path(".")) / DEFAULT_MODEL
+    path = model_path(args.model)
     model = LocalModel(path, n_ctx=args.n_ctx)
     client = LLMClient(model)
     server = StaticServer().start()
@@ -219,9 +212,7 @@ async def main(argv: list[str] | None = None) -> int:
     print()
     print(table(calls))
     print(f"\n{load()} at the end")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    runs = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.write_text(json.dumps([*runs, {"model": str(path), "calls": [asdict(c) for c in calls]}], indent=2))
+    append_run(args.out, {"model": str(path), "calls": [asdict(c) for c in calls]})
     return 0
 
 

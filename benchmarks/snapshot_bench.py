@@ -257,11 +257,7 @@ def django_login(base: str):
     import serve  # benchmarks/django_site/serve.py
 
     async def login(page) -> None:
-        await page.goto(base + serve.LOGIN)
-        await page.fill("#id_username", serve.USERNAME)
-        await page.fill("#id_password", serve.PASSWORD)
-        await page.click("input[type=submit]")
-        await page.wait_for_url("**/admin/")
+        await serve.login(page, base)
 
     return login
 

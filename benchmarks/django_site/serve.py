@@ -3,7 +3,7 @@
     python benchmarks/django_site/serve.py --prepare       # sqlite db, superuser, 200 books
     python benchmarks/django_site/serve.py --port 8000     # prepare, then runserver (foreground)
 
-snapshot_bench.py imports ``start()``. Login: admin / admin. The database lives under the
+snapshot_bench.py and the local-model benchmarks import ``start()`` and ``login()``. Login: admin / admin. The database lives under the
 repo's gitignored .bench/django/.
 """
 
@@ -69,6 +69,15 @@ def prepare() -> None:
             )
             for i in range(1, BOOK_COUNT + 1)
         )
+
+
+async def login(page, base: str) -> None:
+    """Sign ``page`` (a Playwright page) in to the admin at ``base`` as admin/admin."""
+    await page.goto(base + LOGIN)
+    await page.fill("#id_username", USERNAME)
+    await page.fill("#id_password", PASSWORD)
+    await page.click("input[type=submit]")
+    await page.wait_for_url("**/admin/")
 
 
 def free_port() -> int:

@@ -31,7 +31,7 @@ from .._prompts.observe import ObservedElement
 from ..llm import SystemMessage, UserMessage
 from ..snapshot import SnapshotElement
 from ._budget import prompt_tokens, reask_reserve
-from ._relevance import element_score, sections, terms
+from ._relevance import element_score, ranking_terms, sections
 
 __all__ = ["MAX_CHOICES", "ChoiceRequest", "as_choice", "candidates", "elements_from_choices"]
 
@@ -96,7 +96,7 @@ def _by_relevance(choices: dict[str, str], instruction: str | None,
                   contexts: dict[str, tuple[SnapshotElement, tuple[str, ...]]]) -> list[str]:
     """The choice lines most relevant to ``instruction`` first (its words found in the element's
     name or its section's labels), page order on ties."""
-    wanted = terms(instruction or "")
+    wanted = ranking_terms(instruction or "")
     if not wanted:
         return list(choices)
     weights = dict.fromkeys(wanted, 1.0)
@@ -116,7 +116,7 @@ def _fit(choices: dict[str, str], fixed: Callable[[Sequence[str]], int], limit: 
     """``choices`` without the least relevant ones until ``fixed(choices)`` (the request's tokens)
     fits ``limit`` and at most :data:`MAX_CHOICES` remain (with an instruction); page order kept."""
     ranked = _by_relevance(choices, instruction, contexts or {})
-    if instruction and terms(instruction):
+    if instruction and ranking_terms(instruction):
         ranked = ranked[:MAX_CHOICES]
     while ranked and fixed([line for line in choices if line in set(ranked)]) > limit:
         ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 10))]
@@ -156,13 +156,14 @@ class ChoiceRequest:
 
 def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, fence: Fence, token_budget: int,
               check: Callable[[Any], tuple[list[str], Any]], instruction: str | None,
-              only: Callable[[SnapshotElement], bool] | None = None) -> ChoiceRequest | None:
+              only: Callable[[SnapshotElement], bool] | None = None, rank_choices: bool = False) -> ChoiceRequest | None:
     """The element question (``ObserveAnswer`` or ``ActAnswer``) as a choice among ``outline``'s
     actionable lines, or None when the chunk has none (nothing could be chosen: no request).
 
     ``check`` receives the answer as ``answer`` either way, so checks and Actions downstream are
     the same in both modes. ``instruction`` ranks the choices when they must be cut; ``only``
     keeps the elements it accepts (a heal: those of the recorded role that can be acted on).
+    ``rank_choices`` (an act on one part of a big page) also puts them most relevant first.
     """
     choices = candidates(outline, fence)
     contexts = _contexts(outline)
@@ -186,6 +187,11 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
             f"choice mode: token_budget={token_budget} leaves no room for a single choice next to the prompt; "
             "raise token_budget."
         )
+    if single and rank_choices:
+        # A small model takes the first line that could do: on a big page the act's choices go
+        # most relevant first (the book list's "No (By in stock)" before the table's row
+        # checkboxes). A page sent whole keeps page order, so an act shares its observe's choices.
+        choices = {line: choices[line] for line in _by_relevance(choices, instruction, contexts)}
     lines = [*choices, NO_CHOICE]
     choices = {**choices, NO_CHOICE: ""}
 

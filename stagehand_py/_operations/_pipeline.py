@@ -237,7 +237,8 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
     output, check = question.output, question.check
     if elements and client.choice_mode and isinstance(output, type):
         choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
-                           check=check, instruction=instruction, only=only)
+                           check=check, instruction=instruction, only=only,
+                           rank_choices=parts.total > 1)
         if choice is None:
             logger.info("%s: no actionable element in part %d of %d; nothing to choose", purpose, chunk.index + 1,
                         parts.total)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ..snapshot import OutlineChunk, SnapshotElement, parse_line
 
-__all__ = ["claim_score", "element_score", "rank_chunks", "sections", "terms"]
+__all__ = ["claim_score", "element_score", "rank_chunks", "ranking_terms", "sections", "terms"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words every instruction uses: they say what to do, not where on the page.
@@ -29,6 +29,9 @@ _STOP = frozenset(
      "this", "that", "to", "with", "click", "type", "fill", "press", "select", "enter", "find", "get", "all", "any",
      "page", "element", "elements", "button", "field", "extract", "what", "which", "its", "their", "value", "values"]
 )
+# "Go to page 2", "go to the next page": "go" says to navigate, it names no element (a "Go"
+# button is named by "click Go").
+_GO_TO = re.compile(r"\bgo(?=\s+to\b)")
 _QUOTED = re.compile(r"""["'“‘]([^"'”’]{2,80})["'”’]""")
 _IDS = re.compile(r"\[\d+-\d+\]")
 _LITERAL_WEIGHT = 3.0
@@ -48,8 +51,15 @@ _MAX_LABELS = 2
 
 
 def terms(text: str) -> list[str]:
-    """The words of ``text`` that can tell page parts apart (lower case, no stop words)."""
+    """The words of ``text`` that can tell page parts apart (lower case, no stop words, no
+    single characters)."""
     return [w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP]
+
+
+def ranking_terms(text: str) -> list[str]:
+    """:func:`terms` for ranking an element question's parts and choices: a single digit is a
+    literal too (the "2" of "go to page 2", the "No"'s page link), and "go to" names no element."""
+    return [w for w in _WORD.findall(_GO_TO.sub(" ", text.lower())) if (len(w) > 1 or w.isdigit()) and w not in _STOP]
 
 
 def sections(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[str, ...]]]:
@@ -91,9 +101,15 @@ def _matches(term: str, words: set[str]) -> bool:
 
 def element_score(element: SnapshotElement, labels: Sequence[str], weights: dict[str, float]) -> float:
     """How much of the instruction (``weights``: term -> weight) an element answers, read with its
-    section's labels: each term counted once, on the name or the labels."""
-    words = set(terms(" ".join((element.role, element.name, *labels))))
-    return sum(weight for term, weight in weights.items() if _matches(term, words))
+    section's labels: each term counted once, on the name or the labels. An element the
+    instruction names whole (every word of its name asked for: the "2" of "go to page 2") counts
+    double, above one whose longer name merely contains those words ("Harbor 2")."""
+    words = set(ranking_terms(" ".join((element.role, element.name, *labels))))
+    score = sum(weight for term, weight in weights.items() if _matches(term, words))
+    own = ranking_terms(element.name)
+    if own and score and all(any(_matches(term, {word}) for term in weights) for word in own):
+        score *= 2
+    return score
 
 
 _NUMBER = re.compile(r"\d+")
@@ -136,8 +152,8 @@ def rank_chunks(chunks: Sequence[OutlineChunk], instruction: str | None, *, hint
     """
     if len(chunks) <= 1:
         return list(chunks)
-    weights: dict[str, float] = {t: _HINT_WEIGHT for t in terms(hints)}
-    for term in terms(instruction or ""):
+    weights: dict[str, float] = {t: _HINT_WEIGHT for t in ranking_terms(hints)}
+    for term in ranking_terms(instruction or ""):
         weights[term] = _LITERAL_WEIGHT if any(c.isdigit() for c in term) else 1.0
     phrases = {" ".join(p.lower().split()) for p in _QUOTED.findall(instruction or "")}
     if not weights and not phrases:

@@ -156,6 +156,16 @@ def test_the_request_sent_to_the_engine_is_schema_constrained_and_streamed(tmp_p
         LocalModel(gguf, n_ctx=10)
 
 
+@pytest.mark.parametrize(("n_batch", "n_ubatch"), [(256, 512), (512, 0)])
+def test_batch_sizes_that_llama_cpp_cannot_use_are_refused_before_loading(tmp_path: Path, n_batch: int,
+                                                                          n_ubatch: int) -> None:
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(InvalidArgumentError, match=rf"n_batch={n_batch} and n_ubatch={n_ubatch}.*defaults are"):
+        LocalModel(gguf, n_batch=n_batch, n_ubatch=n_ubatch)
+    LocalModel(gguf, n_batch=512, n_ubatch=512)  # equal sizes are allowed
+
+
 def test_cached_prompt_tokens_are_read_from_the_engines_timings_or_usage(tmp_path: Path) -> None:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")

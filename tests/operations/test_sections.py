@@ -14,6 +14,7 @@ from _server import Response
 
 from stagehand_py._operations._budget import pieces
 from stagehand_py._operations._relevance import rank_chunks, sections
+from stagehand_py._prompts.choice import NO_CHOICE
 from stagehand_py.llm import LLMClient, LLMRequest
 from stagehand_py.testing import FunctionLLM, capture_requests
 
@@ -22,7 +23,8 @@ from .test_choice_mode import enum_of
 INSTRUCTION = "Filter the list to books that are not in stock"
 
 
-def _changelist(rows: int) -> str:
+def _changelist(rows: int, *, paginator: bool = False) -> str:
+    """The change list; ``paginator`` adds Django's page links under the table and its action bar's "Go"."""
     body = "".join(
         f"<tr><td><input type=checkbox aria-label='Select this book'></td><th><a href='/b/{i}'>The Book of Harbor {i}</a></th>"
         f"<td>Ada Lovelace</td><td>{'True' if i % 3 else 'False'}</td></tr>" for i in range(rows))
@@ -41,11 +43,11 @@ def _changelist(rows: int) -> str:
 <table><caption>Books</caption><tr><th>Change or view list link</th></tr><tr><th><a href="/books/">Books</a></th></tr>
 <tr><th><a href="/authors/">Authors of books</a></th></tr></table></aside>
 <h1>Select book to change</h1><a href="/add">Add book</a>
-<select aria-label="Action"><option>Delete selected books</option><option>Mark books in stock</option></select>
+<select aria-label="Action"><option>Delete selected books</option><option>Mark books in stock</option></select>{"<button>Go</button>" if paginator else ""}
 <form><input type=search aria-label="Search books"><button>Search</button></form>
 <table><thead><tr><th>Select</th><th><a href="?o=1">Title</a></th><th><a href="?o=2">Author</a></th>
 <th><a href="?o=3">In stock</a></th></tr></thead><tbody>{body}</tbody></table>
-<p>{rows} books</p>
+<p>{"1 <a href='?p=2'>2</a> " if paginator else ""}{rows} books</p>
 <nav aria-label="Filter"><h2>Filter</h2>{groups}</nav></body></html>"""
 
 
@@ -121,3 +123,47 @@ async def test_a_fill_on_a_big_page_chooses_among_the_fields_only(make_stagehand
     roles = {line.split(" ", 1)[0].rstrip(":") for line in offered[0]}
     assert roles <= {"textbox", "searchbox", "combobox", "spinbutton"}, offered[0]
     assert len(offered[0]) < 10  # the page has ~1,600 actionable lines
+
+
+async def test_page_2_of_a_big_change_list_is_asked_first(make_stagehand, server):
+    """A single digit is a literal the instruction names ("page 2"), and "go to" names no element:
+    the part with the paginator's "2" goes first (it is near the end of the page)."""
+    offered: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        choices = enum_of(request)
+        offered.append(choices)
+        wanted = [c for c in choices if c.startswith("link: 2 ")]
+        line = wanted[0] if wanted else NO_CHOICE
+        return {"elements": [{"element": line, "method": "click", "arguments": []}], "opens_options": False}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000)
+    with server.route("/books/", lambda req: Response.html(_changelist(400, paginator=True))):
+        await sh.page.goto(server.url("books/"))
+        chunks = pieces((await sh.snapshot()).tree, 1500)
+        assert "link: 2\n" not in chunks[0].text + "\n"  # in page order it would not be asked first
+        with capture_requests() as calls:
+            result = await sh.act("go to page 2 of the book list", vision=False)
+    assert result.success, result.message
+    assert len(calls) == 1, offered
+    assert parse_qs(urlsplit(sh.page.url).query) == {"p": ["2"]}
+
+
+async def test_an_acts_choices_come_most_relevant_first(make_stagehand, server):
+    """A small model takes the first line that could do: on the change list (a page asked in
+    parts) the filter's "No" comes before the rows' checkboxes that precede it on the page. A page
+    sent whole keeps page order (test_prompt_reuse: an act shares its observe's choices)."""
+    offered: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        offered.append(enum_of(request))
+        return {"elements": [{"element": NO_CHOICE, "method": "click", "arguments": []}], "opens_options": False}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000,
+                              dom_settle_timeout=0.5)
+    with server.route("/books/", lambda req: Response.html(_changelist(400))):
+        await sh.page.goto(server.url("books/"))
+        await sh.act(INSTRUCTION, vision=False)
+    first = offered[0]
+    assert first[0].startswith("link: No (By in stock)"), first[:5]
+    assert any(line.startswith("checkbox: Select this book") for line in first)  # rows before it on the page

@@ -55,6 +55,8 @@ from .._request import LLMRequest, ModelResponse, estimate_input_tokens
 from ._common import timeout_error
 
 __all__ = [
+    "DEFAULT_N_BATCH",
+    "DEFAULT_N_UBATCH",
     "MODELS_DIR_ENV",
     "LocalModel",
     "check_memory",
@@ -74,6 +76,10 @@ _INSTALL_HINT = "install the extra with `pip install 'stagehand_py[local]'` (a p
 _GGUF_MAGIC = b"GGUF"
 #: Bytes of key/value cache per context token, generously (Qwen2.5-1.5B needs ~28 KiB in f16).
 _KV_BYTES_PER_TOKEN = 64 * 1024
+#: Prompt tokens per decode call (``n_batch``) and per compute pass (``n_ubatch``); chosen from
+#: ``benchmarks/local_engine_sizes.py`` (its table is in benchmarks/README.md).
+DEFAULT_N_BATCH = 2048
+DEFAULT_N_UBATCH = 512
 
 
 def models_dir(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -206,6 +212,17 @@ def import_engine(environ: Any = None, importer: Callable[[], Any] | None = None
         raise ConfigurationError(f"local models need xllamacpp, which is not installed: {_INSTALL_HINT}.") from exc
 
 
+@dataclass(frozen=True)
+class _Sizes:
+    """How an engine is loaded; models with equal sizes share one engine."""
+
+    n_ctx: int
+    n_threads: int | None
+    seed: int
+    n_batch: int
+    n_ubatch: int
+
+
 @dataclass
 class _Engine:
     """One loaded model: an xllamacpp server (in-process calls) and the lock that queues them."""
@@ -216,16 +233,16 @@ class _Engine:
     users: int = 0
 
 
-_ENGINES: dict[tuple[str, int, int | None, int], _Engine] = {}
+_ENGINES: dict[tuple[str, _Sizes], _Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def _acquire_engine(path: Path, n_ctx: int, n_threads: int | None, seed: int) -> _Engine:
-    key = (str(path.resolve()), n_ctx, n_threads, seed)
+def _acquire_engine(path: Path, sizes: _Sizes) -> _Engine:
+    key = (str(path.resolve()), sizes)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
-            engine = _load(path, n_ctx, n_threads)
+            engine = _load(path, sizes)
             _ENGINES[key] = engine
         engine.users += 1
         return engine
@@ -252,20 +269,22 @@ def release_local_models() -> None:
             engine.server = None
 
 
-def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
+def _load(path: Path, sizes: _Sizes) -> _Engine:
     check_gguf(path)
-    check_memory(path, n_ctx)
+    check_memory(path, sizes.n_ctx)
     xllamacpp = import_engine()
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
-    params.n_ctx = n_ctx
+    params.n_ctx = sizes.n_ctx
+    params.n_batch = sizes.n_batch
+    params.n_ubatch = sizes.n_ubatch
     params.n_parallel = 1  # one slot: one answer at a time, and its cache reused by the next prompt
     params.verbosity = -1
     params.hostnames = ["127.0.0.1"]  # the HTTP side xllamacpp always opens: loopback only, a free port
     params.port = 0
     api_key = secrets.token_urlsafe(24)
     params.api_keys = [api_key]
-    threads = n_threads if n_threads is not None else physical_cores()
+    threads = sizes.n_threads if sizes.n_threads is not None else physical_cores()
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     started = time.perf_counter()
@@ -277,8 +296,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
             "a model llama.cpp knows. Fetch it again (`python scripts/fetch_local_model.py --download` checks its "
             "SHA-256)."
         ) from exc
-    logger.info("loaded local model %s in %.1f s (n_ctx=%d, %d threads)", path.name, time.perf_counter() - started, n_ctx,
-                threads)
+    logger.info("loaded local model %s in %.1f s (n_ctx=%d, n_batch=%d, n_ubatch=%d, %d threads)", path.name,
+                time.perf_counter() - started, sizes.n_ctx, sizes.n_batch, sizes.n_ubatch, threads)
     return _Engine(server=server, api_key=api_key)
 
 
@@ -290,7 +309,9 @@ class LocalModel:
         LLMClient(LocalModel("~/models/qwen.gguf", n_ctx=8192, n_threads=2))
 
     ``n_ctx`` bounds prompt plus answer (keep ``Stagehand(token_budget=...)`` below it);
-    ``n_threads`` defaults to the physical cores this process may use (:func:`physical_cores`); ``timeout`` (seconds per request, counted from
+    ``n_threads`` defaults to the physical cores this process may use (:func:`physical_cores`);
+    ``n_batch``/``n_ubatch`` are the prompt tokens per decode call and per compute pass (defaults
+    measured on 2 CPU cores, see benchmarks/README.md); ``timeout`` (seconds per request, counted from
     when the engine starts on it) defaults to the profile's bound for each prompt's size. The file
     is checked here; the model is loaded
     (``import xllamacpp`` included) on the first request and shared with every other
@@ -305,6 +326,8 @@ class LocalModel:
         *,
         n_ctx: int = 8192,
         n_threads: int | None = None,
+        n_batch: int = DEFAULT_N_BATCH,
+        n_ubatch: int = DEFAULT_N_UBATCH,
         seed: int = 0,
         profile: Profile | None = None,
         timeout: float | None = None,
@@ -313,14 +336,17 @@ class LocalModel:
             raise InvalidArgumentError(f"n_ctx must be at least 512 tokens, not {n_ctx}.")
         if n_threads is not None and n_threads < 1:
             raise InvalidArgumentError(f"n_threads must be 1 or more, not {n_threads}.")
+        if n_ubatch < 1 or n_batch < n_ubatch:
+            raise InvalidArgumentError(
+                f"n_batch={n_batch} and n_ubatch={n_ubatch}: both must be 1 or more and n_batch at least n_ubatch "
+                f"(the defaults are n_batch={DEFAULT_N_BATCH}, n_ubatch={DEFAULT_N_UBATCH}).")
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be a positive number of seconds (or None: from the profile), not {timeout}.")
         self.path = resolve_model_path(os.fspath(path))
         self.model_name = self.path.name
         self.profile = profile or default_profile("local", self.model_name, base_url=None)
         self._n_ctx = n_ctx
-        self._n_threads = n_threads
-        self._seed = seed
+        self._sizes = _Sizes(n_ctx=n_ctx, n_threads=n_threads, seed=seed, n_batch=n_batch, n_ubatch=n_ubatch)
         self._timeout = timeout
         self._engine: _Engine | None = None
         self._engine_lock = threading.Lock()
@@ -338,7 +364,7 @@ class LocalModel:
     def _get_engine(self) -> _Engine:
         with self._engine_lock:
             if self._engine is None or self._engine.server is None:
-                self._engine = _acquire_engine(self.path, self._n_ctx, self._n_threads, self._seed)
+                self._engine = _acquire_engine(self.path, self._sizes)
             return self._engine
 
     def build_params(self, request: LLMRequest) -> dict[str, Any]:
@@ -352,7 +378,7 @@ class LocalModel:
             "messages": to_openai_messages(request, extra_system),
             "max_tokens": request.max_output_tokens or self.profile.max_output_tokens,
             "temperature": 0.0 if request.temperature is None else request.temperature,
-            "seed": self._seed,
+            "seed": self._sizes.seed,
             "stream": True,  # streamed inside the process only: lets a cancelled call stop at the next token
             "cache_prompt": True,
         }
