@@ -74,9 +74,8 @@ async def test_expect_in_choice_mode_with_the_embedded_model() -> None:
     assert verdict.passed and verdict.evidence.endswith("StaticText: Cart: 2 items"), verdict
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 29 item 3): for 'the cart is empty' the embedded 1.5B model "
-                   "chooses the right evidence line ('Cart: 2 items') but answers 'yes' (measured 3 times on 26 Nov, "
-                   "20:49, 20:58 and 21:06, with two wordings of the verdict rule); the scripted tests hold the contract")
 async def test_expect_refutes_a_false_claim_with_the_embedded_model() -> None:
+    # The model picks the right line but, reading the whole page, said 'yes' to 'the cart is empty' (measured 3
+    # times on 26 Nov): the verdict now comes from a second short request about that line alone.
     wrong = await _expect("the cart is empty")
     assert not wrong.passed and wrong.evidence.endswith("StaticText: Cart: 2 items"), wrong

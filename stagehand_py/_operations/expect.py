@@ -5,7 +5,8 @@ claim, and the model answers a verdict (yes/no) and the evidence: one line of th
 An evidence line the page does not have is re-asked (the client's one bounded loop). In choice
 mode the evidence is chosen from the part's lines that say something, numbered, the most
 relevant to the claim first (:func:`evidence_choices`), so a small model cannot invent one and
-finds the deciding line near the top.
+finds the deciding line near the top; a second short request then asks for the verdict on that
+line alone.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._prompts.common import Fence, page_fence
-from .._prompts.expect import NO_LINE, evidence_choice, expect_schema, expect_system, expect_user
+from .._prompts.expect import (
+    NO_LINE,
+    VERDICT_SCHEMA,
+    evidence_choice,
+    expect_schema,
+    expect_system,
+    expect_user,
+    verdict_system,
+    verdict_user,
+)
 from .._vision import masked_screenshot
 from ..llm import ImagePart, Usage
 from ..snapshot import parse_line
@@ -117,7 +127,14 @@ async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False)
         return [], (str(out.get("verdict")), evidence)
 
     before = client.metrics.total
+    secrets = ctx.variables.secret_values()
     verdict, evidence = await ask(client, system, user, expect_schema(list(choices) if choices is not None else None),
-                                  purpose="expect", secrets=ctx.variables.secret_values(), check=check, images=images)
+                                  purpose="expect", secrets=secrets, check=check, images=images)
+    if choices is not None and evidence:
+        # Choice mode (a small model): the line it chose, asked about alone, decides the verdict;
+        # read with the whole page it answers 'yes' to a claim its own evidence contradicts.
+        line = evidence.split("] ", 1)[-1]
+        verdict = await ask(client, verdict_system(fence), verdict_user(claim, line, fence), VERDICT_SCHEMA,
+                            purpose="expect", secrets=secrets, check=lambda out: ([], str(out.get("verdict"))))
     return Expectation(claim=claim, passed=verdict == "yes", verdict="yes" if verdict == "yes" else "no",
                        evidence=evidence, url=ctx.page.url, usage=client.metrics.total - before)

@@ -8,7 +8,8 @@ from typing import Any
 from .choice import enum_safe
 from .common import Fence, fence_rules
 
-__all__ = ["NO_LINE", "evidence_choice", "expect_schema", "expect_system", "expect_user"]
+__all__ = ["NO_LINE", "VERDICT_SCHEMA", "evidence_choice", "expect_schema", "expect_system", "expect_user", "verdict_system",
+           "verdict_user"]
 
 #: The evidence a model gives when no line of the page bears on the claim.
 NO_LINE = "(no line of the page shows it)"
@@ -57,3 +58,25 @@ def expect_schema(choices: Sequence[str] | None) -> dict[str, Any]:
         "required": ["evidence", "verdict"],
         "additionalProperties": False,
     }
+
+
+def verdict_system(fence: Fence) -> str:
+    return (
+        "You check one claim against one line of a web page. Answer 'yes' only when the line shows the claim "
+        "is true; answer 'no' when the line shows something else or contradicts it.\n\n" + fence_rules(fence)
+    )
+
+
+def verdict_user(claim: str, line: str, fence: Fence) -> str:
+    """Choice mode's second question: the claim against the one line chosen as evidence (a small
+    model that picks the right line still tends to say 'yes' when it reads the whole page)."""
+    return f"Claim: {claim}\nLine of the page:\n{fence.wrap(line, 'page line')}\n\nDoes this line show that the claim is true?"
+
+
+#: The answer to :func:`verdict_user`.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}

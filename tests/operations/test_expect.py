@@ -85,8 +85,15 @@ async def test_an_invented_evidence_line_is_asked_again_then_refused(make_stageh
     assert len(seen) == 2  # the first answer and one re-ask, both refused: an invented line never passes
 
 
+def _is_verdict_question(request) -> bool:
+    """Choice mode's second request: the verdict on the chosen line alone."""
+    return "evidence" not in request.output_schema["properties"]
+
+
 async def test_choice_mode_offers_the_page_lines_as_the_evidence_choices(make_stagehand, server):
     def model(request):
+        if _is_verdict_question(request):
+            return {"verdict": "yes"}
         choices = request.output_schema["properties"]["evidence"]["enum"]
         assert any("Cart: 2 items" in c for c in choices) and any("Checkout" in c for c in choices)
         return {"verdict": "yes", "evidence": next(c for c in choices if "Cart: 2 items" in c)}
@@ -124,6 +131,8 @@ SHOP = ('<title>Shop</title><h1>Your cart</h1><button>Add to cart</button><p>Del
 def _first_choice(seen: list[list[str]], verdict: str = "yes"):
     """A small model's habit: the first evidence choice offered."""
     def model(request):
+        if _is_verdict_question(request):
+            return {"verdict": verdict}
         choices = request.output_schema["properties"]["evidence"]["enum"]
         seen.append(choices)
         return {"evidence": choices[0], "verdict": verdict}
@@ -157,6 +166,8 @@ async def test_choice_mode_evidence_with_quotes_maps_back_to_the_page_line(make_
     route = server.route("/expect/shop-note", lambda r: Response.html(SHOP))
 
     def model(request):
+        if _is_verdict_question(request):
+            return {"verdict": "yes"}
         choices = request.output_schema["properties"]["evidence"]["enum"]
         return {"evidence": next(c for c in choices if "say 'hi'" in c), "verdict": "yes"}
 
@@ -167,3 +178,29 @@ async def test_choice_mode_evidence_with_quotes_maps_back_to_the_page_line(make_
     finally:
         route.remove()
     assert verdict.passed and verdict.evidence.endswith('textbox: Note value="say \\"hi\\""'), verdict
+
+
+@pytest.mark.parametrize("line_says", ["no", "yes"])
+async def test_choice_mode_the_chosen_line_alone_decides_the_verdict(make_stagehand, server, line_says):
+    # A small model picks the right line, then says 'yes' to a claim that line contradicts when it reads the
+    # whole page ("the cart is empty" / "Cart: 2 items"): the verdict comes from a second short request
+    # with that line alone, fenced. Control ("yes"): the second answer is what the verdict follows.
+    route = server.route("/expect/shop-verdict", lambda r: Response.html(SHOP))
+    asked: list[str] = []
+
+    def model(request):
+        if _is_verdict_question(request):
+            asked.append(request.messages[-1].content[0].text)
+            return {"verdict": line_says}
+        return {"evidence": next(c for c in request.output_schema["properties"]["evidence"]["enum"] if "Cart:" in c),
+                "verdict": "yes"}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True))
+    try:
+        await sh.page.goto(server.url("expect/shop-verdict"))
+        verdict = await sh.expect("the cart is empty", raise_on_failure=False)
+    finally:
+        route.remove()
+    assert verdict.passed is (line_says == "yes") and verdict.evidence.endswith("StaticText: Cart: 2 items"), verdict
+    assert len(asked) == 1 and "Claim: the cart is empty" in asked[0] and "StaticText: Cart: 2 items" in asked[0]
+    assert "Total" not in asked[0] and "Add to cart" not in asked[0]  # the line alone, not the page
