@@ -47,7 +47,19 @@ from typing import Any
 
 from .._errors import InvalidArgumentError
 from .._util import normal_host, resolve_url, url_parts
-from . import _speculation as speculation
+from ._speculation import (
+    BINDING as SPECULATION_BINDING,
+)
+from ._speculation import (
+    REMOVER_SOURCE,
+    RULES_HEADER,
+    STOP_SOURCE,
+    header_rule_sets,
+    speculation_targets,
+)
+from ._speculation import (
+    WORLD as SPECULATION_WORLD,
+)
 from ._types import BlockedRequest
 
 __all__ = ["DomainGuard", "url_allowed"]
@@ -279,9 +291,9 @@ class DomainGuard:
             await session.send("Page.enable")
             await session.send("Page.setPrerenderingAllowed", {"isAllowed": False})
             await session.send("Runtime.enable")  # a binding reaches an isolated world only with Runtime on
-            await session.send("Runtime.addBinding", {"name": speculation.BINDING, "executionContextName": speculation.WORLD})
+            await session.send("Runtime.addBinding", {"name": SPECULATION_BINDING, "executionContextName": SPECULATION_WORLD})
             await session.send("Page.addScriptToEvaluateOnNewDocument", {
-                "source": speculation.REMOVER_SOURCE, "worldName": speculation.WORLD, "runImmediately": True})
+                "source": REMOVER_SOURCE, "worldName": SPECULATION_WORLD, "runImmediately": True})
             await session.send("Preload.enable")
             self._tabs.add(str((await session.send("Target.getTargetInfo"))["targetInfo"].get("targetId", "")))
             if self._hops_per_page:
@@ -291,11 +303,11 @@ class DomainGuard:
                            self._redact(page.url), self._redact(str(exc)))
 
     def _on_rules_removed(self, event: dict[str, Any]) -> None:
-        if event.get("name") != speculation.BINDING:
+        if event.get("name") != SPECULATION_BINDING:
             return
         # Every rule set is removed, also one that lists allowed addresses only: the browser follows
         # a prefetch's redirects itself, unchecked. Addresses outside the allowlist are recorded.
-        targets = speculation.speculation_targets(str(event.get("payload", "")))
+        targets = speculation_targets(str(event.get("payload", "")))
         for action, url in targets:
             self._record_speculation(url, action)
         logger.info("allowed_domains: removed a speculation rule set asking for %s",
@@ -323,8 +335,8 @@ class DomainGuard:
             try:
                 tree = await asyncio.wait_for(session.send("Page.getFrameTree"), _FRAME_TREE_TIMEOUT)
                 world = await session.send("Page.createIsolatedWorld", {
-                    "frameId": tree["frameTree"]["frame"]["id"], "worldName": speculation.WORLD})
-                await session.send("Runtime.evaluate", {"expression": speculation.STOP_SOURCE,
+                    "frameId": tree["frameTree"]["frame"]["id"], "worldName": SPECULATION_WORLD})
+                await session.send("Runtime.evaluate", {"expression": STOP_SOURCE,
                                                         "contextId": world["executionContextId"]})
             except Exception as exc:  # the page closed or is navigating away
                 logger.debug("allowed_domains: ending the speculation-rules remover failed: %s", exc)
@@ -358,10 +370,10 @@ class DomainGuard:
             if target is None or not self.allows(target):
                 await self._block(route, request, target or location)
                 return
-        if speculation.RULES_HEADER in response.headers:  # rules the remover never sees: taken out here
-            for rule_set in speculation.header_rule_sets(response.headers[speculation.RULES_HEADER], request.url):
+        if RULES_HEADER in response.headers:  # rules the remover never sees: taken out here
+            for rule_set in header_rule_sets(response.headers[RULES_HEADER], request.url):
                 self.record(rule_set, "speculation", "speculation-rules header")
-            headers = {k: v for k, v in response.headers.items() if k.lower() != speculation.RULES_HEADER}
+            headers = {k: v for k, v in response.headers.items() if k.lower() != RULES_HEADER}
             await route.fulfill(response=response, headers=headers)
             return
         await route.fulfill(response=response)

@@ -199,9 +199,9 @@ async def _speculation_guard(page, server, how: str, monkeypatch) -> DomainGuard
     if how == "control-without-remover":
         # The guard as it was before the remover (routes, browser-level interception, prerendering
         # off): the control that shows none of those stops the prefetch.
-        from stagehand_py.agent import _speculation
-        monkeypatch.setattr(_speculation, "REMOVER_SOURCE", "")
-        monkeypatch.setattr(_speculation, "RULES_HEADER", "x-no-such-header")
+        from stagehand_py.agent import _domains  # the guard's own names for the remover and the header
+        monkeypatch.setattr(_domains, "REMOVER_SOURCE", "")
+        monkeypatch.setattr(_domains, "RULES_HEADER", "x-no-such-header")
     return await _guard(page, server, "unguarded" if how == "control-unguarded" else "guarded")
 
 
