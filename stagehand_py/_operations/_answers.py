@@ -6,6 +6,9 @@ reasonably answers is taken rather than re-asked:
 
 - an ``<option>`` line of a native ``<select>`` picked for ``select_option`` or ``click``
   becomes ``select_option`` of that option's label on its ``<select>`` (what a user means);
+- a radio, checkbox or switch picked for ``select_option`` with its own name (or no argument)
+  becomes ``check`` of it ("choose the Pro plan" read as selecting the Pro option); with another
+  option's name it is re-asked, never moved to a sibling the model did not pick;
 - with ``missing_values=True`` (observe, act's planner), ``fill``/``type``/``select_option``/
   ``press`` without the value the instruction did not give are kept: the value becomes a
   ``%placeholder%`` named after the element, listed in ``Action.missing_arguments``, for the
@@ -106,6 +109,24 @@ def _as_select(snapshot: Snapshot, eid: str, method: str, arguments: Sequence[st
     return select, "select_option", given if method == "select_option" and given else [option.name]
 
 
+#: Roles a person "selects" by checking the element itself.
+_CHECKABLE_ROLES = frozenset({"radio", "checkbox", "switch", "menuitemradio", "menuitemcheckbox"})
+
+
+def _as_check(snapshot: Snapshot, eid: str, method: str, arguments: list[str]) -> tuple[str, list[str]] | str:
+    """(method, arguments), with ``select_option`` of a checkable element's own name turned into
+    ``check``; or a problem for the model when it names another option."""
+    element = snapshot.element(eid)
+    if method != "select_option" or element is None or element.role not in _CHECKABLE_ROLES:
+        return method, arguments
+    name = " ".join(element.name.split()).casefold()
+    given = [" ".join(a.split()).casefold() for a in arguments if a.strip()]
+    if not given or (name and all(g in name or name in g for g in given)):
+        return "check", []
+    return (f"select_option is only for a native select, and [{eid}] is the {element.role} {element.name!r}, "
+            f"not {arguments[0]!r}: pick the line of the {element.role} you mean, with method check")
+
+
 def _placeholder(snapshot: Snapshot, eid: str, method: str, taken: set[str]) -> str:
     """A placeholder name for the value of ``method`` on ``eid``: the element's name as a word
     (``search_products``), else the argument's kind (``text``); never one already ``taken``."""
@@ -148,6 +169,11 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, vari
             )
             continue
         eid, method, arguments = _as_select(snapshot, eid, element.method, element.arguments, ids_by_path)
+        checked = _as_check(snapshot, eid, method, arguments)
+        if isinstance(checked, str):
+            problems.append(f"elements[{n}]: {checked}")
+            continue
+        method, arguments = checked
         missing: list[str] = []
         if missing_values and method in VALUE_ARGUMENTS and not [a for a in arguments if a.strip()]:
             missing = [_placeholder(snapshot, eid, method, taken)]
