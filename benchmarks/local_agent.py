@@ -26,28 +26,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _local_bench import add_model_options, finish, markdown_table, open_model
 from _server import StaticServer
 
 from stagehand_py import AgentResult, Stagehand, StagehandError
-from stagehand_py.llm import LLMClient, LocalModel
-from stagehand_py.llm._providers._local import models_dir
-
-DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+from stagehand_py.llm import LLMClient
 
 
 class Answer(BaseModel):
@@ -165,14 +161,6 @@ class Outcome:
         return self.seconds / max(self.steps, 1)
 
 
-def load_average() -> str:
-    try:
-        one, five, _ = os.getloadavg()
-        return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
-    except OSError:
-        return "load average unknown"
-
-
 async def run_task(sh: Stagehand, client: LLMClient, server: StaticServer, task: Task, *, max_steps: int,
                    task_timeout: float, folder: Path) -> Outcome:
     await sh.page.goto(server.url(task.page))
@@ -196,39 +184,31 @@ async def run_task(sh: Stagehand, client: LLMClient, server: StaticServer, task:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    lines = ["| task | done | status | steps | model calls | s per step | tokens in per step | tokens out per step |",
-             "|---|---|---|---|---|---|---|---|"]
-    for o in outcomes:
-        per = max(o.steps, 1)
-        lines.append(f"| {o.task} | {'yes' if o.success else 'no'} | {o.status} | {o.steps} | {o.calls} | "
-                     f"{o.seconds_per_step:.1f} | {o.input_tokens // per} | {o.output_tokens // per} |")
+    rows: list[list[object]] = [
+        [o.task, "yes" if o.success else "no", o.status, o.steps, o.calls, f"{o.seconds_per_step:.1f}",
+         o.input_tokens // max(o.steps, 1), o.output_tokens // max(o.steps, 1)] for o in outcomes]
     steps = sum(o.steps for o in outcomes)
-    done = sum(o.success for o in outcomes)
-    lines.append(f"| **all** | **{done}/{len(outcomes)}** | | {steps} | {sum(o.calls for o in outcomes)} | "
-                 f"{sum(o.seconds for o in outcomes) / max(steps, 1):.1f} | "
-                 f"{sum(o.input_tokens for o in outcomes) // max(steps, 1)} | "
-                 f"{sum(o.output_tokens for o in outcomes) // max(steps, 1)} |")
-    return "\n".join(lines)
+    per = max(steps, 1)
+    rows.append(["**all**", f"**{sum(o.success for o in outcomes)}/{len(outcomes)}**", "", steps,
+                 sum(o.calls for o in outcomes), f"{sum(o.seconds for o in outcomes) / per:.1f}",
+                 sum(o.input_tokens for o in outcomes) // per, sum(o.output_tokens for o in outcomes) // per])
+    return markdown_table(["task", "done", "status", "steps", "model calls", "s per step", "tokens in per step",
+                           "tokens out per step"], rows)
 
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--model", default=None, help=f"GGUF path (default: {DEFAULT_MODEL} in the models folder)")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--n-ctx", type=int, default=8192)
-    parser.add_argument("--token-budget", type=int, default=6000)
+    add_model_options(parser)
     parser.add_argument("--max-steps", type=int, default=10, help="steps per task (a cap, to time-box the run)")
     parser.add_argument("--task-timeout", type=float, default=300.0, help="seconds per task")
     parser.add_argument("--only", nargs="*", default=None, help="task names to run (default: all)")
     parser.add_argument("--label", default="", help="a name for this run in the JSON file (e.g. baseline)")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "local_agent.json")
     args = parser.parse_args(argv)
-    path = Path(args.model) if args.model else (models_dir() or Path(".")) / DEFAULT_MODEL
-    model = LocalModel(path, n_ctx=args.n_ctx, n_threads=args.threads)
+    path, model = open_model(args)
     client = LLMClient(model)
     server = StaticServer().start()
     outcomes: list[Outcome] = []
-    print(f"model {path.name}; {load_average()}", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="local-agent-bench-"))
     sh = await Stagehand.launch(model=client, token_budget=args.token_budget)
     try:
@@ -243,15 +223,9 @@ async def main(argv: list[str] | None = None) -> int:
         await sh.close()
         server.stop()
         await model.aclose()
-    print()
-    print(table(outcomes))
-    print(f"\n{load_average()} at the end")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {"label": args.label, "model": str(path), "max_steps": args.max_steps,
-                              "task_timeout": args.task_timeout, "token_budget": args.token_budget,
-                              "outcomes": [asdict(o) for o in outcomes]}
-    runs = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.write_text(json.dumps([*runs, record], indent=2))
+    finish(table(outcomes), args.out, {"label": args.label, "model": str(path), "max_steps": args.max_steps,
+                                       "task_timeout": args.task_timeout, "token_budget": args.token_budget,
+                                       "outcomes": [asdict(o) for o in outcomes]})
     return 0
 
 

@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks"), str(RO
 
 import serve  # benchmarks/django_site/serve.py
 from _browser import launch_chromium
-from _local_bench import append_run, load, model_path
+from _local_bench import append_run, load, model_path, stagehand_for
 from _server import StaticServer
 from playwright.async_api import Page, async_playwright
 
@@ -187,10 +187,7 @@ async def main(argv: list[str] | None = None) -> int:
         async with async_playwright() as pw:
             browser = await launch_chromium(pw)
             for book, kind in enumerate(args.kinds, start=1):  # each kind edits its own book
-                if kind == "wrapped":
-                    sh = Stagehand(await browser.new_page(), model=client, token_budget=args.token_budget)
-                else:
-                    sh = await Stagehand.launch(model=client, token_budget=args.token_budget)
+                sh = await stagehand_for(kind, browser, client, args.token_budget)
                 try:
                     await serve.login(sh.page, base)
                     for act in acts:

@@ -30,14 +30,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _local_bench import add_model_options, open_model
 from _server import StaticServer
 
 from stagehand_py import Stagehand, StagehandError
-from stagehand_py.llm import LLMClient, LocalModel
-from stagehand_py.llm._providers._local import models_dir
-
-DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+from stagehand_py.llm import LLMClient
 
 
 @dataclass(frozen=True)
@@ -148,16 +147,12 @@ async def run_task(sh: Stagehand, client: LLMClient, server: StaticServer, task:
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None, help=f"GGUF path (default: {DEFAULT_MODEL} in the models folder)")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--n-ctx", type=int, default=8192)
-    parser.add_argument("--token-budget", type=int, default=6000)
+    add_model_options(parser)
     parser.add_argument("--only", nargs="*", default=None, help="task names to run (default: all)")
     parser.add_argument("--modes", nargs="*", default=["plain", "choice"], choices=["plain", "choice"])
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "local_model_accuracy.json")
     args = parser.parse_args(argv)
-    path = Path(args.model) if args.model else (models_dir() or Path(".")) / DEFAULT_MODEL
-    model = LocalModel(path, n_ctx=args.n_ctx, n_threads=args.threads)
+    path, model = open_model(args)
     server = StaticServer().start()
     outcomes: list[Outcome] = []
     sh0 = await Stagehand.launch()

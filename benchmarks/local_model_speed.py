@@ -40,14 +40,14 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _browser import launch_chromium
-from _local_bench import append_run, load, model_path
+from _local_bench import add_model_options, finish, markdown_table, open_model, stagehand_for
 from _local_site import serve_site
 from _server import StaticServer
 from playwright.async_api import async_playwright
 
 from stagehand_py import Stagehand, StagehandError, Variables
 from stagehand_py._prompts.common import set_reuse_layout
-from stagehand_py.llm import LLMClient, LocalModel
+from stagehand_py.llm import LLMClient
 
 T = TypeVar("T")
 
@@ -141,8 +141,7 @@ def table(calls: list[Call]) -> str:
     """Per call, the layouts side by side; then totals per flow."""
     keyed = {(c.flow, c.kind, c.n, c.layout): c for c in calls}
     rows = sorted({(c.flow, c.kind, c.n) for c in calls})
-    out = ["| flow | page | # | verb | prompt tok | cached (on) | model s (on) | cached (off) | model s (off) | right (on/off) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    per_call: list[list[object]] = []
     for flow, kind, n in rows:
         on, off = keyed.get((flow, kind, n, "on")), keyed.get((flow, kind, n, "off"))
         first = on or off
@@ -154,37 +153,35 @@ def table(calls: list[Call]) -> str:
             return f"{c.cached_tokens}" if what == "cached" else f"{c.model_s:.1f}"
 
         right = "/".join("-" if c is None else ("yes" if c.ok else "no") for c in (on, off))
-        out.append(f"| {flow} | {kind} | {n} | {first.verb} | {first.prompt_tokens} | {cell(on, 'cached')} | "
-                   f"{cell(on, 's')} | {cell(off, 'cached')} | {cell(off, 's')} | {right} |")
-    out += ["", "| flow | page | layout | calls | prompt tok | cached | model s | verb s | first call s | later calls s (mean) |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+        per_call.append([flow, kind, n, first.verb, first.prompt_tokens, cell(on, "cached"), cell(on, "s"),
+                         cell(off, "cached"), cell(off, "s"), right])
+    totals: list[list[object]] = []
     for flow, kind, layout in sorted({(c.flow, c.kind, c.layout) for c in calls}):
         group = [c for c in calls if (c.flow, c.kind, c.layout) == (flow, kind, layout)]
         later = [c.model_s for c in group[1:]]
-        out.append(f"| {flow} | {kind} | {layout} | {len(group)} | {sum(c.prompt_tokens for c in group)} | "
-                   f"{sum(c.cached_tokens for c in group)} | {sum(c.model_s for c in group):.1f} | "
-                   f"{sum(c.verb_s for c in group):.1f} | {group[0].model_s:.1f} | "
-                   f"{(sum(later) / len(later)) if later else 0:.1f} |")
-    return "\n".join(out)
+        totals.append([flow, kind, layout, len(group), sum(c.prompt_tokens for c in group),
+                       sum(c.cached_tokens for c in group), f"{sum(c.model_s for c in group):.1f}",
+                       f"{sum(c.verb_s for c in group):.1f}", f"{group[0].model_s:.1f}",
+                       f"{(sum(later) / len(later)) if later else 0:.1f}"])
+    return (markdown_table(["flow", "page", "#", "verb", "prompt tok", "cached (on)", "model s (on)", "cached (off)",
+                            "model s (off)", "right (on/off)"], per_call) + "\n\n"
+            + markdown_table(["flow", "page", "layout", "calls", "prompt tok", "cached", "model s", "verb s",
+                              "first call s", "later calls s (mean)"], totals))
 
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", help="a .gguf path (default: the pinned model in the models folder)")
     parser.add_argument("--kinds", nargs="+", default=["wrapped", "launched"], choices=["wrapped", "launched"])
     parser.add_argument("--layouts", nargs="+", default=["off", "on"], choices=["on", "off"])
     parser.add_argument("--flows", nargs="+", default=["quickstart", "validate-act"], choices=["quickstart", "validate-act"])
     parser.add_argument("--pairs", type=int, default=len(VALIDATE_THEN_ACT),
                         help="observe-then-act pairs of the validate-act flow (default all five: ten calls)")
-    parser.add_argument("--token-budget", type=int, default=6000)
-    parser.add_argument("--n-ctx", type=int, default=8192)
+    add_model_options(parser)
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "local_model_speed.json")
     args = parser.parse_args(argv)
-    path = model_path(args.model)
-    model = LocalModel(path, n_ctx=args.n_ctx)
+    path, model = open_model(args)
     client = LLMClient(model)
     server = StaticServer().start()
-    print(f"model {path.name}; {load()}", flush=True)
     calls: list[Call] = []
     try:
         async with async_playwright() as pw:
@@ -194,10 +191,7 @@ async def main(argv: list[str] | None = None) -> int:
                     for layout in args.layouts:
                         set_reuse_layout(layout == "on")
                         for flow in args.flows:
-                            if kind == "wrapped":
-                                sh = Stagehand(await browser.new_page(), model=client, token_budget=args.token_budget)
-                            else:
-                                sh = await Stagehand.launch(model=client, token_budget=args.token_budget)
+                            sh = await stagehand_for(kind, browser, client, args.token_budget)
                             rec = Recorder(flow, kind, layout, sh)
                             try:
                                 await (quickstart(rec, site) if flow == "quickstart" else validate_then_act(rec, server, args.pairs))
@@ -209,10 +203,7 @@ async def main(argv: list[str] | None = None) -> int:
         set_reuse_layout(True)
         server.stop()
         await model.aclose()
-    print()
-    print(table(calls))
-    print(f"\n{load()} at the end")
-    append_run(args.out, {"model": str(path), "calls": [asdict(c) for c in calls]})
+    finish(table(calls), args.out, {"model": str(path), "calls": [asdict(c) for c in calls]})
     return 0
 
 

@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _local_bench import add_model_options, finish, load, markdown_table, open_model
 from _server import ASSETS, StaticServer
 from agent._script import AgentScript, Step, call
-from local_agent import DEFAULT_MODEL, TASKS, Task, load_average
+from local_agent import TASKS, Task
 
 from stagehand_py import Stagehand, StagehandError
-from stagehand_py.llm import LLMClient, LocalModel
-from stagehand_py.llm._providers._local import models_dir
+from stagehand_py.llm import LLMClient
 
 
 @dataclass(frozen=True)
@@ -168,14 +168,14 @@ async def run_phase(task: Task, phase: str, client: LLMClient, server: StaticSer
 def table(phases: list[Phase]) -> str:
     """Tasks x phases: model calls, seconds, success; for a replay whether it matches the live outcome."""
     live = {p.task: p.success for p in phases if p.phase.startswith("live")}
-    lines = ["| task | phase | done | same as live | model calls | seconds | replayed | healed | fell back | drift |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    rows: list[list[object]] = []
     for p in phases:
         same = "" if p.phase.startswith("live") else ("yes" if p.success == live.get(p.task) else "no")
         drift = "" if not p.drift else f"{p.drift}{' (not in the stored run)' if p.exercised is False else ''}"
-        lines.append(f"| {p.task} | {p.phase} | {'yes' if p.success else 'no'} | {same} | {p.calls} | {p.seconds:.1f} | "
-                     f"{p.replayed} | {p.healed} | {'yes' if p.fell_back else 'no'} | {drift} |")
-    return "\n".join(lines)
+        rows.append([p.task, p.phase, "yes" if p.success else "no", same, p.calls, f"{p.seconds:.1f}", p.replayed,
+                     p.healed, "yes" if p.fell_back else "no", drift])
+    return markdown_table(["task", "phase", "done", "same as live", "model calls", "seconds", "replayed", "healed",
+                           "fell back", "drift"], rows)
 
 
 def _save(out: Path, record: dict[str, Any], phases: list[Phase]) -> None:
@@ -188,9 +188,7 @@ def _save(out: Path, record: dict[str, Any], phases: list[Phase]) -> None:
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--model", default=None, help=f"GGUF path (default: {DEFAULT_MODEL} in the models folder)")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--token-budget", type=int, default=6000)
+    add_model_options(parser)
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--task-timeout", type=float, default=400.0)
     parser.add_argument("--only", nargs="*", default=None, help=f"tasks (default: {', '.join(DRIFTS)})")
@@ -199,8 +197,7 @@ async def main(argv: list[str] | None = None) -> int:
                              "too loaded for the model's many calls; replay and drift still use the model)")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "replay.json")
     args = parser.parse_args(argv)
-    path = Path(args.model) if args.model else (models_dir() or Path(".")) / DEFAULT_MODEL
-    model = LocalModel(path, n_ctx=8192, n_threads=args.threads)
+    path, model = open_model(args)
     client = LLMClient(model)
     folder = Path(tempfile.mkdtemp(prefix="replay-bench-"))
     site = folder / "assets"
@@ -209,8 +206,7 @@ async def main(argv: list[str] | None = None) -> int:
     phases: list[Phase] = []
     names = args.only or list(DRIFTS)
     record: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "model": str(path), "record": args.record,
-                              "max_steps": args.max_steps, "load_at_start": load_average()}
-    print(f"model {path.name}; {load_average()}", flush=True)
+                              "max_steps": args.max_steps, "load_at_start": load()}
     try:
         for task in [t for t in TASKS if t.name in names]:
             drift = DRIFTS[task.name]
@@ -240,9 +236,7 @@ async def main(argv: list[str] | None = None) -> int:
         server.stop()
         await model.aclose()
         shutil.rmtree(folder, ignore_errors=True)
-    print()
-    print(table(phases))
-    print(f"\n{load_average()} at the end")
+    finish(table(phases))
     return 0
 
 

@@ -209,27 +209,26 @@ def _prepare_files(args: list[str], raw: list[str], xpath_map: Mapping[str, str]
 # --- run functions ----------------------------------------------------------------------
 
 
-# Pointer actions first run Playwright's actionability checks alone (trial=True: visible, stable,
-# enabled, receives the pointer) within probe_ms; only then is the action sent, with the whole
-# timeout for it and for the navigation it starts (Playwright waits for that inside the call).
+async def _probe_then_send(call: MethodCall, send: Callable[..., Awaitable[None]], **options: Any) -> None:
+    """A pointer action (``send``: the element's click, hover, check...) first runs Playwright's
+    actionability checks alone (trial=True: visible, stable, enabled, receives the pointer) within
+    probe_ms; only then is it sent, with the whole timeout for it and for the navigation it starts
+    (Playwright waits for that inside the call)."""
+    await send(trial=True, timeout=call.probe_ms, **options)
+    call.dispatching()
+    await send(timeout=call.timeout_ms, **options)
 
 
 async def _click(call: MethodCall, button: MouseButton) -> None:
-    await call.element.click(button=button, trial=True, timeout=call.probe_ms)
-    call.dispatching()
-    await call.element.click(button=button, timeout=call.timeout_ms)
+    await _probe_then_send(call, call.element.click, button=button)
 
 
 async def _double_click(call: MethodCall, _: None) -> None:
-    await call.element.dblclick(trial=True, timeout=call.probe_ms)
-    call.dispatching()
-    await call.element.dblclick(timeout=call.timeout_ms)
+    await _probe_then_send(call, call.element.dblclick)
 
 
 async def _hover(call: MethodCall, _: None) -> None:
-    await call.element.hover(trial=True, timeout=call.probe_ms)
-    call.dispatching()
-    await call.element.hover(timeout=call.timeout_ms)
+    await _probe_then_send(call, call.element.hover)
 
 
 async def _holds_focus(element: ElementHandle) -> bool:
@@ -380,15 +379,11 @@ async def _select_option(call: MethodCall, wanted: str) -> None:
 
 
 async def _check(call: MethodCall, _: None) -> None:
-    await call.element.check(trial=True, timeout=call.probe_ms)
-    call.dispatching()
-    await call.element.check(timeout=call.timeout_ms)
+    await _probe_then_send(call, call.element.check)
 
 
 async def _uncheck(call: MethodCall, _: None) -> None:
-    await call.element.uncheck(trial=True, timeout=call.probe_ms)
-    call.dispatching()
-    await call.element.uncheck(timeout=call.timeout_ms)
+    await _probe_then_send(call, call.element.uncheck)
 
 
 async def _scroll_into_view(call: MethodCall, _: None) -> None:
@@ -422,9 +417,7 @@ async def _drag_and_drop(call: MethodCall, target_selector: str) -> None:
     try:
         # The same sequence Playwright's own drag_to uses; Chromium turns it into HTML5
         # drag events for draggable elements, and plain mouse events reach the others.
-        await call.element.hover(trial=True, timeout=call.probe_ms)
-        call.dispatching()
-        await call.element.hover(timeout=call.timeout_ms)
+        await _probe_then_send(call, call.element.hover)
         await call.page.mouse.down()
         await target.hover(timeout=call.timeout_ms)
         box = await target.bounding_box()

@@ -42,9 +42,8 @@ def fake() -> Iterator[FakeProvider]:
 
 @pytest.fixture
 def provider(fake: FakeProvider) -> Iterator[FakeProvider]:
-    fake.reset()
-    yield fake
-    fake.reset()
+    with fake.emptied() as empty:
+        yield empty
 
 
 async def centres(page: Any, server: Any) -> dict[str, tuple[int, int]]:

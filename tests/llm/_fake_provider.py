@@ -13,6 +13,8 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -92,6 +94,16 @@ class FakeProvider:
         self.seen.clear()
         while not self.replies.empty():
             self.replies.get_nowait()
+
+    @contextmanager
+    def emptied(self) -> Iterator[FakeProvider]:
+        """This server with no reply queued and no request seen, and emptied again after the
+        block: a fixture's way of sharing one server between tests that must not see each other."""
+        self.reset()
+        try:
+            yield self
+        finally:
+            self.reset()
 
     def __enter__(self) -> FakeProvider:
         self._thread.start()

@@ -16,9 +16,8 @@ def _fake_server() -> Iterator[FakeProvider]:
 @pytest.fixture
 def fake(_fake_server: FakeProvider) -> Iterator[FakeProvider]:
     """The loopback provider, emptied for each test."""
-    _fake_server.reset()
-    yield _fake_server
-    _fake_server.reset()
+    with _fake_server.emptied() as fake:
+        yield fake
 
 
 @pytest.fixture(autouse=True)

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
 from stagehand_py import CassetteError, ModelRequestBlockedError, ServerError
-from stagehand_py.llm import LLMClient, RetryPolicy
+from stagehand_py.llm import LLMClient
 from stagehand_py.testing import Cassette, block_model_requests, use_cassette
 
 from ._fake_provider import FakeProvider, anthropic_message, chat_completion, error_body
-
-FAST = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.002, jitter=0)
-
-
-class Book(BaseModel):
-    title: str
-    year: int
-
-
-def dead_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+from ._sdk_cases import FAST, Book, dead_url
 
 
 async def test_record_once_then_replay_without_key_or_server(fake: FakeProvider, tmp_path: Path) -> None:

@@ -7,14 +7,12 @@ import time
 
 import anthropic
 import pytest
-from pydantic import BaseModel
 
 from stagehand_py import AuthenticationError, RefusalError, ServerError
 from stagehand_py.llm import (
     AssistantMessage,
     ImagePart,
     LLMClient,
-    RetryPolicy,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -24,13 +22,7 @@ from stagehand_py.llm import (
 )
 
 from ._fake_provider import FakeProvider, anthropic_message, error_body
-
-FAST = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.002, jitter=0)
-
-
-class Book(BaseModel):
-    title: str
-    year: int
+from ._sdk_cases import FAST, Book
 
 
 def client(fake: FakeProvider, **kw: object) -> LLMClient:

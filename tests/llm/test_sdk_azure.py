@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import time
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import openai
 import pytest
-from pydantic import BaseModel
 
 from stagehand_py import (
     AuthenticationError,
     BadRequestError,
     ConfigurationError,
-    ProviderConnectionError,
     RateLimitError,
     RefusalError,
     ServerError,
@@ -28,7 +26,6 @@ from stagehand_py.llm import (
     AssistantMessage,
     ImagePart,
     LLMClient,
-    RetryPolicy,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -37,15 +34,11 @@ from stagehand_py.llm import (
     UserMessage,
 )
 
+from . import _sdk_cases as cases
 from ._fake_provider import FakeProvider, chat_completion, error_body
+from ._sdk_cases import FAST, ONE_RETRY, Book, dead_url
 
-FAST = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.002, jitter=0)
 VERSION = "2024-10-21"
-
-
-class Book(BaseModel):
-    title: str
-    year: int
 
 
 def client(fake: FakeProvider, mode: str | None = None, deployment: str = "gpt-4o", **kw: Any) -> LLMClient:
@@ -182,33 +175,19 @@ async def test_authentication_and_bad_requests_fail_at_once(fake: FakeProvider) 
 
 
 async def test_timeouts_are_retried_then_raise_connection_error(fake: FakeProvider) -> None:
-    fake.reply(chat_completion('{"title": "A", "year": 1}'), delay=0.6)
-    fake.reply(chat_completion('{"title": "B", "year": 2}'))
-    assert (await client(fake, timeout=0.15).generate("x", output=Book)).output.title == "B"
-    fake.reply(chat_completion('{"title": "A", "year": 1}'), delay=0.6)
-    fake.reply(chat_completion('{"title": "A", "year": 1}'), delay=0.6)
-    c = client(fake, timeout=0.15, retry_policy=RetryPolicy(max_retries=1, initial_backoff=0.001, jitter=0))
-    with pytest.raises(ProviderConnectionError, match="timed out") as info:
-        await c.generate("x", output=Book)
-    assert isinstance(info.value.__cause__, openai.APITimeoutError)
+    assert (await cases.a_timeout_then_an_answer(fake, partial(client, fake), chat_completion)).title == "B"
+    error = await cases.timeouts_past_the_retry(fake, partial(client, fake), chat_completion)
+    assert isinstance(error.__cause__, openai.APITimeoutError)
 
 
 async def test_connection_refused_is_a_connection_error() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    c = LLMClient("azure/gpt-4o", api_key="k", base_url=f"http://127.0.0.1:{port}", api_version=VERSION,
-                  retry_policy=RetryPolicy(max_retries=1, initial_backoff=0.001))
-    with pytest.raises(ProviderConnectionError, match="could not connect"):
-        await c.generate("x", output=Book)
-    assert c.metrics.retries == 1
+    await cases.assert_refused_connection_is_retried_then_raised(
+        LLMClient("azure/gpt-4o", api_key="k", base_url=dead_url(), api_version=VERSION, retry_policy=ONE_RETRY))
 
 
 async def test_malformed_body_refusal_and_secrets(fake: FakeProvider) -> None:
-    fake.reply(raw=b"<html>bad gateway</html>{", status=200)
-    fake.reply(chat_completion('{"title": "A", "year": 1}'))
     c = client(fake)
-    assert (await c.generate("x", output=Book)).output.year == 1 and c.metrics.retries == 1
+    await cases.assert_a_non_json_body_is_retried(fake, c, chat_completion)
     fake.reply(chat_completion(None, refusal="I can't help with that."))
     with pytest.raises(RefusalError, match="can't help"):
         await c.generate("x", output=Book)

@@ -24,7 +24,6 @@ from stagehand_py.llm import (
     ImagePart,
     LLMClient,
     PendingSafetyCheck,
-    RetryPolicy,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -40,8 +39,8 @@ from ._fake_provider import (
     error_body,
     openai_response,
 )
+from ._sdk_cases import FAST
 
-FAST = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.002, jitter=0)
 PNG1 = b"\x89PNG\r\n\x1a\nfirst-screenshot"
 PNG2 = b"\x89PNG\r\n\x1a\nsecond-screenshot"
 SCREEN = ComputerTool(display_width=1024, display_height=640)

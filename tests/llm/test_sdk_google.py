@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-import socket
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from stagehand_py import (
     BadRequestError,
     ConfigurationError,
     InvalidArgumentError,
-    ProviderConnectionError,
     RateLimitError,
     RefusalError,
     ServerError,
@@ -32,7 +31,6 @@ from stagehand_py.llm import (
     ComputerTool,
     ImagePart,
     LLMClient,
-    RetryPolicy,
     SystemMessage,
     TextPart,
     ToolCallPart,
@@ -42,15 +40,11 @@ from stagehand_py.llm import (
 )
 from stagehand_py.llm._providers._google import gemini_schema
 
+from . import _sdk_cases as cases
 from ._fake_provider import FakeProvider, gemini_error, gemini_response
+from ._sdk_cases import FAST, ONE_RETRY, Book, dead_url
 
-FAST = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.002, jitter=0)
 PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
-
-
-class Book(BaseModel):
-    title: str
-    year: int
 
 
 def _camel(node: Any) -> Any:
@@ -224,39 +218,23 @@ async def test_bad_request_fails_at_once_with_the_provider_body(fake: FakeProvid
 
 
 async def test_timeouts_are_retried_then_raise_connection_error(fake: FakeProvider) -> None:
-    fake.reply(gemini_response('{"title": "A", "year": 1}'), delay=0.6)
-    fake.reply(gemini_response('{"title": "A", "year": 1}'), delay=0.6)
-    c = client(fake, timeout=0.15, retry_policy=RetryPolicy(max_retries=1, initial_backoff=0.001, jitter=0))
-    with pytest.raises(ProviderConnectionError, match="timed out") as info:
-        await c.generate("x", output=Book)
+    error = await cases.timeouts_past_the_retry(fake, partial(client, fake), gemini_response)
     assert len(fake.seen) == 2
-    assert isinstance(info.value.__cause__, httpx2.TimeoutException)
+    assert isinstance(error.__cause__, httpx2.TimeoutException)
 
 
 async def test_timeout_then_success(fake: FakeProvider) -> None:
-    fake.reply(gemini_response('{"title": "A", "year": 1}'), delay=0.6)
-    fake.reply(gemini_response('{"title": "B", "year": 2}'))
-    result = await client(fake, timeout=0.15).generate("x", output=Book)
-    assert result.output.title == "B"
+    assert (await cases.a_timeout_then_an_answer(fake, partial(client, fake), gemini_response)).title == "B"
 
 
 async def test_connection_refused_is_a_connection_error() -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    c = LLMClient("google/gemini-2.5-flash", api_key="k", base_url=f"http://127.0.0.1:{port}",
-                  retry_policy=RetryPolicy(max_retries=1, initial_backoff=0.001))
-    with pytest.raises(ProviderConnectionError, match="could not connect"):
-        await c.generate("x", output=Book)
-    assert c.metrics.retries == 1
+    await cases.assert_refused_connection_is_retried_then_raised(
+        LLMClient("google/gemini-2.5-flash", api_key="k", base_url=dead_url(), retry_policy=ONE_RETRY))
 
 
 async def test_malformed_http_body_is_a_retried_server_error(fake: FakeProvider) -> None:
-    fake.reply(raw=b"<html>bad gateway</html>{", status=200)
-    fake.reply(gemini_response('{"title": "A", "year": 1}'))
     c = client(fake)
-    result = await c.generate("x", output=Book)
-    assert result.output.year == 1 and c.metrics.retries == 1
+    await cases.assert_a_non_json_body_is_retried(fake, c, gemini_response)
     for _ in range(3):
         fake.reply({"usageMetadata": {"promptTokenCount": 1}}, status=200)  # no candidates, no block reason
     with pytest.raises(ServerError, match="malformed response"):
@@ -305,10 +283,7 @@ async def test_record_once_then_replay_without_the_key(fake: FakeProvider, tmp_p
         recorded = await recorder.generate("Dune (1965)", output=Book)
     text = path.read_text()
     assert "gemini-live-SECRET" not in text and "x-goog-api-key" not in text.lower()  # Gemini's key header
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    replayer = LLMClient("google/gemini-2.5-flash", base_url=dead, retry_policy=FAST)
+    replayer = LLMClient("google/gemini-2.5-flash", base_url=dead_url(), retry_policy=FAST)
     with block_model_requests(), use_cassette(path, mode="once") as cassette:
         assert cassette.replaying
         assert (await replayer.generate("Dune (1965)", output=Book)).output == recorded.output

@@ -5,29 +5,23 @@ from __future__ import annotations
 import base64
 import json
 import time
+from functools import partial
 
 import openai
 import pytest
-from pydantic import BaseModel
 
 from stagehand_py import (
     AuthenticationError,
     BadRequestError,
-    ProviderConnectionError,
     RateLimitError,
     RefusalError,
     ServerError,
 )
-from stagehand_py.llm import ImagePart, LLMClient, RetryPolicy, SystemMessage, TextPart, UserMessage
+from stagehand_py.llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 
+from . import _sdk_cases as cases
 from ._fake_provider import FakeProvider, chat_completion, error_body
-
-FAST = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.002, jitter=0)
-
-
-class Book(BaseModel):
-    title: str
-    year: int
+from ._sdk_cases import FAST, ONE_RETRY, Book, dead_url
 
 
 def client(fake: FakeProvider, mode: str, **kw: object) -> LLMClient:
@@ -145,41 +139,24 @@ async def test_bad_request_fails_at_once_with_the_provider_body(fake: FakeProvid
 
 
 async def test_timeouts_are_retried_then_raise_connection_error(fake: FakeProvider) -> None:
-    fake.reply(chat_completion('{"title": "A", "year": 1}'), delay=0.6)
-    fake.reply(chat_completion('{"title": "A", "year": 1}'), delay=0.6)
-    c = client(fake, "json_schema", timeout=0.15, retry_policy=RetryPolicy(max_retries=1, initial_backoff=0.001, jitter=0))
-    with pytest.raises(ProviderConnectionError, match="timed out") as info:
-        await c.generate("x", output=Book)
+    error = await cases.timeouts_past_the_retry(fake, partial(client, fake, "json_schema"), chat_completion)
     assert len(fake.seen) == 2
-    assert isinstance(info.value.__cause__, openai.APITimeoutError)
+    assert isinstance(error.__cause__, openai.APITimeoutError)
 
 
 async def test_timeout_then_success(fake: FakeProvider) -> None:
-    fake.reply(chat_completion('{"title": "A", "year": 1}'), delay=0.6)
-    fake.reply(chat_completion('{"title": "B", "year": 2}'))
-    result = await client(fake, "json_schema", timeout=0.15).generate("x", output=Book)
-    assert result.output.title == "B"
+    answer = await cases.a_timeout_then_an_answer(fake, partial(client, fake, "json_schema"), chat_completion)
+    assert answer.title == "B"
 
 
 async def test_connection_refused_is_a_connection_error() -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    c = LLMClient("openai/gpt-4.1-mini", api_key="k", base_url=f"http://127.0.0.1:{port}/v1",
-                  output_mode="json_schema", retry_policy=RetryPolicy(max_retries=1, initial_backoff=0.001))
-    with pytest.raises(ProviderConnectionError, match="could not connect"):
-        await c.generate("x", output=Book)
-    assert c.metrics.retries == 1
+    await cases.assert_refused_connection_is_retried_then_raised(LLMClient(
+        "openai/gpt-4.1-mini", api_key="k", base_url=f"{dead_url()}/v1", output_mode="json_schema", retry_policy=ONE_RETRY))
 
 
 async def test_malformed_http_body_is_a_retried_server_error(fake: FakeProvider) -> None:
-    fake.reply(raw=b"<html>bad gateway</html>{", status=200)
-    fake.reply(chat_completion('{"title": "A", "year": 1}'))
     c = client(fake, "json_schema")
-    result = await c.generate("x", output=Book)
-    assert result.output.year == 1 and c.metrics.retries == 1
+    await cases.assert_a_non_json_body_is_retried(fake, c, chat_completion)
     for _ in range(3):
         fake.reply(raw=b'{"id": "x"', status=200)
     with pytest.raises(ServerError, match="malformed response"):

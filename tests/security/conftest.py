@@ -19,6 +19,7 @@ import urllib.parse
 
 import pytest
 import pytest_asyncio
+import websockets
 from _browser import CHROMIUM_EXECUTABLE
 from _server import Request, Response
 
@@ -99,3 +100,19 @@ def hostile(cross_server):
 
     with cross_server.route("/steal", record):
         yield hits
+
+
+@pytest.fixture
+async def hostile_ws():
+    """A WebSocket echo server reached as ``localhost`` (another host): its URL and the handshake
+    paths it saw."""
+    handshakes: list[str] = []
+
+    async def echo(ws) -> None:
+        handshakes.append(ws.request.path)
+        async for message in ws:
+            await ws.send(message)
+
+    async with websockets.serve(echo, "127.0.0.1", 0) as ws_server:
+        port = ws_server.sockets[0].getsockname()[1]
+        yield f"ws://localhost:{port}/socket", handshakes

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import websockets
 from _server import Request, Response
 
 from stagehand_py.agent._domains import DomainGuard
@@ -76,30 +75,22 @@ async def test_redirects_within_the_allowlist_still_work(page, server, redirecti
 
 
 @pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "control-unguarded"])
-async def test_a_websocket_to_another_host_never_connects(page, server, guarded: bool) -> None:
-    handshakes: list[str] = []
-
-    async def echo(ws) -> None:
-        handshakes.append(ws.request.path)
-        async for message in ws:
-            await ws.send(message)
-
-    async with websockets.serve(echo, "127.0.0.1", 0) as ws_server:
-        port = ws_server.sockets[0].getsockname()[1]
-        guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page)
-        if guarded:
-            await guard.install()
-        try:
-            await page.goto(server.url("index.html"))
-            outcome = await page.evaluate("""(url) => new Promise((resolve) => {
-                const ws = new WebSocket(url);
-                ws.onopen = () => { ws.send('secret'); ws.onmessage = (e) => resolve('open:' + e.data); };
-                ws.onclose = () => resolve('closed');
-                setTimeout(() => resolve('timeout'), 5000);
-            })""", f"ws://localhost:{port}/socket")
-        finally:
-            await guard.uninstall()
-        await asyncio.sleep(0.1)
+async def test_a_websocket_to_another_host_never_connects(page, server, hostile_ws, guarded: bool) -> None:
+    ws_url, handshakes = hostile_ws
+    guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page)
+    if guarded:
+        await guard.install()
+    try:
+        await page.goto(server.url("index.html"))
+        outcome = await page.evaluate("""(url) => new Promise((resolve) => {
+            const ws = new WebSocket(url);
+            ws.onopen = () => { ws.send('secret'); ws.onmessage = (e) => resolve('open:' + e.data); };
+            ws.onclose = () => resolve('closed');
+            setTimeout(() => resolve('timeout'), 5000);
+        })""", ws_url)
+    finally:
+        await guard.uninstall()
+    await asyncio.sleep(0.1)
     if guarded:
         assert outcome == "closed" and handshakes == []
         assert [b.resource_type for b in guard.blocked] == ["websocket"]

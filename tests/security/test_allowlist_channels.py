@@ -12,27 +12,11 @@ import asyncio
 import contextlib
 
 import pytest
-import websockets
 from _server import Response
 
 from stagehand_py.agent._domains import DomainGuard
 
 JS = "application/javascript; charset=utf-8"
-
-
-@pytest.fixture
-async def hostile_ws():
-    """A WebSocket server reached as ``localhost`` (another host); the handshakes it saw."""
-    handshakes: list[str] = []
-
-    async def echo(ws) -> None:
-        handshakes.append(ws.request.path)
-        async for message in ws:
-            await ws.send(message)
-
-    async with websockets.serve(echo, "127.0.0.1", 0) as ws_server:
-        port = ws_server.sockets[0].getsockname()[1]
-        yield f"ws://localhost:{port}/socket", handshakes
 
 
 def _redirect(status: int):

@@ -31,6 +31,5 @@ def fake_provider():
 
 @pytest.fixture
 def fake(fake_provider):
-    fake_provider.reset()
-    yield fake_provider
-    fake_provider.reset()
+    with fake_provider.emptied() as empty:
+        yield empty
