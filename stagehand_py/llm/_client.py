@@ -28,7 +28,7 @@ from .._errors import (
     StagehandError,
 )
 from .._prompts.llm import reask_message
-from .._usage import Usage
+from .._usage import Metrics, Usage, UsageLimits
 from ..tracing._spans import traced_model_request
 from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
 from ._inference_log import InferenceLog
@@ -46,7 +46,6 @@ from ._redact import Redactor
 from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool, estimate_input_tokens
 from ._retry import RetryPolicy, call_with_retries
 from ._structured import InvalidOutput, OutputSpec
-from ._usage import Metrics, UsageLimits
 
 __all__ = ["LLMClient", "GenerateResult", "resolve_model"]
 
