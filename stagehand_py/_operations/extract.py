@@ -39,17 +39,16 @@ from .._prompts.common import Fence
 from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, extract_system, extract_user
 from ..llm import ImagePart
 from ..llm._structured import validation_errors
-from ._answers import link_lookup
 from ._context import OperationContext
 from ._extract_schema import (
     DEFAULT_SCHEMA,
-    absent_as_none,
-    all_empty,
+    answer_data,
     complete,
     empty_required,
-    map_urls,
+    link_lookup,
     merge,
     schema_words,
+    shows_data,
     to_wire_schema,
     user_schema,
 )
@@ -114,8 +113,7 @@ class _Reading:
     def found(self, target: _Target) -> bool:
         # An answer of nothing but empty strings is what a page still rendering gives, as much as
         # an empty required field is: looked for again while the page can change by itself.
-        return (not self.checked.errors and not empty_required(self.merged, target.schema, target.schema)
-                and not all_empty(self.merged))
+        return not self.checked.errors and shows_data(self.merged, target.schema)
 
 
 def _prompt(target: _Target, earlier: str | None, screenshot_note: str, fence: Fence, outline: str,
@@ -128,11 +126,9 @@ def _check(target: _Target, lookup: Callable[[str], str | None], whole: bool,
            out: dict[str, Any]) -> tuple[list[str], _PartAnswer]:
     """A part's answer as data; URL fields that name no link of the page, or (for a page read
     whole) data that does not fit the schema, are problems sent back to the model."""
-    problems: list[str] = []
-    data = map_urls(out["data"], target.schema, target.schema, lookup, problems)
+    problems, data = answer_data(out["data"], target.schema, lookup)
     if problems:
         return problems, _PartAnswer(None, False)
-    data = absent_as_none(data, target.schema, target.schema)
     checked = target.judge(data) if whole else None
     if checked is not None and checked.errors:
         return checked.errors, _PartAnswer(None, False)
