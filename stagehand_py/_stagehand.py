@@ -14,7 +14,6 @@ from pydantic import BaseModel
 
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
-from ._inputs import check_inputs
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
@@ -340,9 +339,9 @@ class Stagehand:
         await self._driven().install_helpers()
 
     def _context(self, what: str, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
-        # Built once per call (checked before anything else happens); every prompt of the call,
-        # heal included, and the executor read this set.
-        self._variables_seen = check_inputs(what, variables=variables).remembering(self._variables_seen)
+        # Built once per call (checked before anything else happens, by the check every entry point
+        # makes on variables); every prompt of the call, heal included, and the executor read this set.
+        self._variables_seen = VariableSet.of(variables, what=f"{what}(variables=...)").remembering(self._variables_seen)
         client, missing_model = self._models.client, ""  # made at construction when a model was given
         if client is None:
             client, missing_model = self._models.for_call()
