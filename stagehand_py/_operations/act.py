@@ -26,8 +26,7 @@ from .._secrets import VariableSet
 from .._types import Action, ActResult
 from ._answers import VALUE_ARGUMENTS, check_elements
 from ._context import OperationContext
-from ._heal import replay, run_action, run_checked
-from ._identity import remember
+from ._heal import remember, replay, run_action, run_checked
 from ._pipeline import PageRead, Question, ask_parts, look, new_lines, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
 from .observe import MAX_PARTS
