@@ -19,10 +19,9 @@ from ._operations import act as _act
 from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
-from ._operations._context import OperationContext
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
-from ._session import SNAPSHOT_TIMEOUT, PageSession, PageSessions
+from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
 from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._options import BrowserOptions
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser

@@ -51,10 +51,10 @@ from .._prompts.act import heal_system, heal_user
 from .._prompts.common import Fence
 from .._prompts.observe import ObserveAnswer
 from .._secrets import VariableSet
+from .._session import OperationContext
 from .._types import Action, ActResult
 from ..snapshot import Snapshot, SnapshotElement, parse_line
 from ._answers import check_elements
-from ._context import OperationContext
 from ._pipeline import Question, ask_parts, read_page, settle, split_page
 
 __all__ = ["cached_actions_valid", "heal", "identity_in", "identity_matches", "probe_timeout", "remember", "replay",

@@ -34,11 +34,11 @@ from pydantic import BaseModel
 
 from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
 from .._prompts.common import Fence, page_fence
+from .._session import OperationContext
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, parse_line
 from ._budget import chunk_budget, pieces
 from ._choice import as_choice
-from ._context import OperationContext
 from ._relevance import rank_chunks
 from ._vision import VisionMode, plan_requests, with_annotated_screenshot
 

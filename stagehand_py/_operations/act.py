@@ -23,9 +23,9 @@ from .._errors import UnknownVariableError
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence
 from .._secrets import VariableSet
+from .._session import OperationContext
 from .._types import Action, ActResult
 from ._answers import VALUE_ARGUMENTS, check_elements
-from ._context import OperationContext
 from ._heal import remember, replay, run_action, run_checked
 from ._pipeline import PageRead, Question, ask_parts, look, new_lines, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight

@@ -37,9 +37,9 @@ from pydantic import BaseModel
 from .._errors import OutputValidationError
 from .._prompts.common import Fence
 from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, extract_system, extract_user
+from .._session import OperationContext
 from ..llm import ImagePart
 from ..llm._structured import validation_errors
-from ._context import OperationContext
 from ._extract_schema import (
     DEFAULT_SCHEMA,
     answer_data,

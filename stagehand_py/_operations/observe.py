@@ -22,9 +22,9 @@ from collections.abc import Sequence
 
 from .._prompts.common import Fence
 from .._prompts.observe import DEFAULT_OBSERVE_INSTRUCTION, ObserveAnswer, observe_system, observe_user
+from .._session import OperationContext
 from .._types import Action
 from ._answers import check_elements
-from ._context import OperationContext
 from ._heal import cached_actions_valid, identity_in, remember
 from ._pipeline import PageRead, Question, ask_parts, look, read_page, split_page
 from ._vision import VisionMode, check_vision, model_sees, require_sight
