@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,10 +171,3 @@ class OperationContext:
         if self.client is None:
             raise ConfigurationError(self.missing_model)
         return self.client
-
-    def action_timeout(self, wanted: float) -> float:
-        """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""
-        if self.deadline is None:
-            return wanted
-        return max(0.1, min(wanted, self.deadline - time.monotonic() - 0.3))
-

@@ -33,6 +33,7 @@ paths into frames or shadow roots) and compares role and name; a mismatch heals 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from .._actions import DEFAULT_TIMEOUT, execute_action, resolve_element, watch_page
@@ -69,15 +70,22 @@ def _can_heal(ctx: OperationContext) -> bool:
     return ctx.self_heal and ctx.client is not None
 
 
+def _within_deadline(ctx: OperationContext, wanted: float) -> float:
+    """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""
+    if ctx.deadline is None:
+        return wanted
+    return max(0.1, min(wanted, ctx.deadline - time.monotonic() - 0.3))
+
+
 def probe_timeout(ctx: OperationContext) -> float:
     """Seconds a first try waits for its element before a heal may take over: the page's settle
     time (what this Stagehand waits for a page to calm down), within the caller's deadline."""
-    return ctx.action_timeout(min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
+    return _within_deadline(ctx, min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
 
 
 def _action_timeout(ctx: OperationContext) -> float:
     """The whole action's bound: what is left of the caller's ``timeout=``, else the default."""
-    return ctx.action_timeout(DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
+    return _within_deadline(ctx, DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
 
 
 async def _execute(ctx: OperationContext, action: Action,
@@ -281,7 +289,7 @@ async def identity_matches(ctx: OperationContext, action: Action, identity: Elem
     is not in the outline (hidden) or has another role or name.
     """
     try:
-        handle = await resolve_element(ctx.page, action.selector, timeout=ctx.action_timeout(wait))
+        handle = await resolve_element(ctx.page, action.selector, timeout=_within_deadline(ctx, wait))
     except ActionError:
         return False
     await handle.dispose()

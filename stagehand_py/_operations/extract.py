@@ -52,8 +52,7 @@ from ._extract_schema import (
     to_wire_schema,
     user_schema,
 )
-from ._pipeline import PageRead, Question, ask_part, look, read_page, split_page
-from ._vision import require_sight, with_page_screenshot
+from ._pipeline import PageRead, Question, ask_part, look, require_sight, split_page, with_page_screenshot
 
 __all__ = ["extract"]
 
@@ -152,10 +151,11 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
         note, images = await with_page_screenshot(ctx.page, "", selector=selector, variables=ctx.variables)
     # Room for what earlier parts gave; the reserve also covers the few words that introduce it.
     reserve = ctx.token_budget // 8
-    parts = split_page(ctx, page.text, partial(_prompt, target, None, note), to_wire_schema(target.schema),
+    full_wire = to_wire_schema(target.schema)
+    parts = split_page(ctx, page.text, partial(_prompt, target, None, note), full_wire,
                        rank_by=target.instruction, hints="" if target.free_text else schema_words(target.schema),
                        extra_reserve=reserve + 30)
-    wire = to_wire_schema(target.schema, partial=parts.total > 1)
+    wire = to_wire_schema(target.schema, partial=True) if parts.total > 1 else full_wire
     check = partial(_check, target, link_lookup(page.snapshot), parts.total == 1)
     # Part index -> what it gave; merged in page order, whatever order the parts were asked in.
     given: dict[int, _PartAnswer] = {}
@@ -186,9 +186,8 @@ async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *
     client = ctx.model()
     if screenshot:
         require_sight(client, "extract(screenshot=True)")
-    looked = await look(ctx, lambda: read_page(ctx, selector=selector),
-                        lambda page: _read(ctx, target, page, selector=selector, screenshot=screenshot),
-                        lambda reading: reading.found(target))
+    looked = await look(ctx, lambda page: _read(ctx, target, page, selector=selector, screenshot=screenshot),
+                        lambda reading: reading.found(target), selector=selector)
     reading = looked.value
     waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
     if reading.checked.errors:
