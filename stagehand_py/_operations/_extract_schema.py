@@ -20,40 +20,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from pydantic import BaseModel
-
-from .._errors import InvalidSchemaError
-from .._prompts.extract import DATA_DESCRIPTION, EXTRACTION_DESCRIPTION, SATISFIED_DESCRIPTION, URL_FIELD_DESCRIPTION
-from .._util import deep_merge, pop_defs, ref_target, schema_dict
-from ..llm._structured import check_json_schema
+from .._prompts.extract import DATA_DESCRIPTION, SATISFIED_DESCRIPTION, URL_FIELD_DESCRIPTION
+from .._util import deep_merge, pop_defs, ref_target
 from ..snapshot import Snapshot
 from ._answers import element_id
 
-__all__ = ["DEFAULT_SCHEMA", "absent_as_none", "all_empty", "answer_data", "complete", "deref", "empty_required",
-           "link_lookup", "map_urls", "merge", "schema_words", "shows_data", "to_wire_schema", "user_schema"]
+__all__ = ["absent_as_none", "all_empty", "answer_data", "complete", "deref", "empty_required", "link_lookup", "map_urls",
+           "merge", "schema_words", "shows_data", "to_wire_schema"]
 
 _URL_FORMATS = frozenset({"uri", "iri", "uri-reference", "iri-reference", "url"})
-#: The schema of an extract() given an instruction and no schema: the page's answer as text.
-DEFAULT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"extraction": {"type": "string", "description": EXTRACTION_DESCRIPTION}},
-    "required": ["extraction"],
-    "additionalProperties": False,
-}
-
-
-def user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
-    """The JSON Schema of ``schema`` and the pydantic class when there is one; InvalidSchemaError otherwise."""
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema_dict(schema), schema
-    if isinstance(schema, dict):
-        check_json_schema(schema, what="extract(schema=...)")
-        return copy.deepcopy(schema), None
-    raise InvalidSchemaError(
-        f"extract(schema=...) must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}."
-    )
-
-
 def deref(node: Any, root: Any, *, max_hops: int = 32) -> Any:
     """``node`` with its local ``$ref`` followed (through chains, at most ``max_hops``); a
     reference that names nothing gives ``{}`` (a schema that allows anything)."""

@@ -34,14 +34,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._errors import OutputValidationError
+from .._errors import InvalidSchemaError, OutputValidationError
 from .._prompts.common import Fence
-from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, extract_system, extract_user
+from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, EXTRACTION_DESCRIPTION, extract_system, extract_user
 from .._session import OperationContext
+from .._util import schema_dict
 from ..llm import ImagePart
-from ..llm._structured import validation_errors
+from ..llm._structured import check_json_schema, validation_errors
 from ._extract_schema import (
-    DEFAULT_SCHEMA,
     answer_data,
     complete,
     empty_required,
@@ -50,13 +50,20 @@ from ._extract_schema import (
     schema_words,
     shows_data,
     to_wire_schema,
-    user_schema,
 )
 from ._pipeline import PageRead, Question, ask_part, look, require_sight, split_page, with_page_screenshot
 
 __all__ = ["extract"]
 
 logger = logging.getLogger("stagehand_py._operations")
+
+#: The schema of an extract() given an instruction and no schema: the page's answer as text.
+_DEFAULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"extraction": {"type": "string", "description": EXTRACTION_DESCRIPTION}},
+    "required": ["extraction"],
+    "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True)
@@ -176,12 +183,24 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
     return _Reading(merged, len(given), whole if whole is not None else target.judge(merged))
 
 
+def _user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
+    """The JSON Schema of ``schema`` and the pydantic class when there is one; InvalidSchemaError otherwise."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema_dict(schema), schema
+    if isinstance(schema, dict):
+        check_json_schema(schema, what="extract(schema=...)")
+        return copy.deepcopy(schema), None
+    raise InvalidSchemaError(
+        f"extract(schema=...) must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}."
+    )
+
+
 async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None,
                   screenshot: bool = False) -> Any:
     if instruction is None and schema is None:
         snapshot = await ctx.session.snapshot(selector=selector)
         return {"page_text": snapshot.tree}
-    user, model = user_schema(schema) if schema is not None else (copy.deepcopy(DEFAULT_SCHEMA), None)
+    user, model = _user_schema(schema) if schema is not None else (copy.deepcopy(_DEFAULT_SCHEMA), None)
     target = _Target(instruction or DEFAULT_EXTRACT_INSTRUCTION, user, model, free_text=schema is None)
     client = ctx.model()
     if screenshot:
