@@ -1,9 +1,11 @@
 """The checks every entry point makes on what a caller hands it, in one place.
 
-The verbs, ``agent()``/``execute()``, the MCP server, the batch runner and the pytest fixtures
-take variables, schemas and timeouts from outside; each calls :func:`check_inputs` before it
-runs anything, so the same bad input gets the same typed error (what was wrong, with which
-input, what to do) wherever it comes in. A schema's remote ``$ref`` is refused here, never
+``agent()``/``execute()``, the MCP server, the batch runner and the pytest fixtures take
+variables, schemas and timeouts from outside; each calls :func:`check_inputs` before it runs
+anything, so the same bad input gets the same typed error (what was wrong, with which input,
+what to do) wherever it comes in. The verbs, which take variables only (extract checks its
+schema when it resolves it), build their set with the same check,
+:meth:`~stagehand_py._secrets.VariableSet.of`, which :func:`check_inputs` calls too. A schema's remote ``$ref`` is refused here, never
 fetched, and a local one that names nothing is an :class:`InvalidSchemaError`, not a
 ``KeyError`` later.
 """

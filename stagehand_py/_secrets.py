@@ -1,7 +1,10 @@
 """Keeping variable values (secrets) out of text bound for a model, a log, a file or an error.
 
 One redaction for every channel: :func:`redact_text` turns a value, and the echoes a page can
-make of it, back into its ``%name%`` placeholder. The rules are in its docstring.
+make of it, back into its ``%name%`` placeholder. The rules are in its docstring. The model
+client's logs, errors and cassettes go through :class:`Redactor` (values without names, as
+``%secret%``): secrets reach the model (it may need a value to type it), but never a log file,
+an error message or a log record, which outlive the run and get pasted into bug reports.
 """
 
 from __future__ import annotations
@@ -15,17 +18,18 @@ import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyotp
+from pydantic import BaseModel
 
 from ._errors import InvalidArgumentError
 
 if TYPE_CHECKING:  # _types reaches the LLM layer, whose tracing imports this module
     from ._types import VariableValue
 
-__all__ = ["SECRET_PLACEHOLDER", "SHORT_VALUE", "Secret", "VariableSet", "redact_secrets", "redact_text",
-           "secret_forms", "variable_value"]
+__all__ = ["REDACTED", "SECRET_PLACEHOLDER", "SHORT_VALUE", "Redactor", "Secret", "VariableSet", "redact_secrets",
+           "redact_text", "secret_forms", "variable_value"]
 
 
 #: Variable values shorter than this are redacted from page text only as whole tokens (and
@@ -163,6 +167,68 @@ def redact_secrets(text: str, values: Iterable[str]) -> str:
     under the same rules as :func:`redact_text`."""
     names = {str(v): SECRET_PLACEHOLDER.strip("%") for v in values if str(v)}
     return _redact(text, names) if names and text else text
+
+
+#: What a secret becomes in logs, errors and cassettes: ``%secret%``, the library's one
+#: placeholder style (a variable's own value shows as ``%name%``).
+REDACTED = SECRET_PLACEHOLDER
+
+
+class Redactor:
+    """Replaces every secret value, and the echoes :mod:`stagehand_py._secrets` matches (case,
+    URL/HTML encoding, base64, Unicode forms, zero-width characters), by :data:`REDACTED`.
+
+    Longer secrets are replaced first so that a secret containing another is not left half
+    visible. Empty strings are ignored (they would match everywhere).
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = {str(s) for s in secrets if str(s)}
+        self._secrets: tuple[str, ...] = tuple(sorted(values, key=len, reverse=True))
+
+    @property
+    def active(self) -> bool:
+        return bool(self._secrets)
+
+    def with_extra(self, secrets: Iterable[str]) -> Redactor:
+        return Redactor((*self._secrets, *secrets))
+
+    def text(self, value: str) -> str:
+        return redact_secrets(value, self._secrets) if self._secrets else value
+
+    def data(self, value: Any) -> Any:
+        """Redact a JSON-like structure (and pydantic models, dumped first)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, BaseModel):
+            return self.data(value.model_dump(mode="json"))
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(v) for v in value]
+        return value
+
+    def exception(self, exc: BaseException) -> None:
+        """Redact an exception and its whole cause chain in place.
+
+        Provider SDK errors often echo the offending input; mutating ``args`` (and the
+        ``message``/``body``/``last_output`` attributes our and the SDKs' errors carry) keeps
+        secrets out of ``str(exc)`` and out of printed tracebacks.
+        """
+        if not self._secrets:
+            return
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            current.args = tuple(self.data(a) if isinstance(a, str | dict | list | tuple) else a for a in current.args)
+            for attr in ("message", "body", "details", "last_output"):  # details: google-genai's APIError
+                if hasattr(current, attr):
+                    try:
+                        setattr(current, attr, self.data(getattr(current, attr)))
+                    except AttributeError:  # read-only property
+                        pass
+            current = current.__cause__ or current.__context__
 
 
 #: A variable name: what ``%name%`` can refer to.

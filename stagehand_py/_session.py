@@ -1,4 +1,4 @@
-"""One private session per tab: everything a Stagehand knows about one page.
+"""One private session per tab, and one verb's call on it.
 
 A :class:`PageSession` holds a tab's CDP sessions (its target and out-of-process iframes), the
 frame ordinals its element ids are made of, the snapshot engine's memory of the walker in each
@@ -6,28 +6,33 @@ frame, and the identities (role and name) of the elements observe and act planne
 it belongs to that tab's documents, so it lives and dies with the tab: :class:`PageSessions`
 makes a session the first time a tab is driven and drops it when the tab closes.
 
-An operation receives the session of the tab driven when it started and keeps it to the end:
-a popup the act opens becomes the driven tab for the *next* verb, on its own session, while
-the act settles, reads and records on the tab it acted on.
+An operation receives an :class:`OperationContext`: the session of the tab driven when it
+started (kept to the end: a popup the act opens becomes the driven tab for the *next* verb, on
+its own session, while the act settles, reads and records on the tab it acted on), the model
+client already resolved and the call's settings; never the Stagehand itself, so no operation
+imports or calls back into its caller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from playwright.async_api import Page
 
 from ._actions import install_page_helpers
 from ._cache import ElementIdentity
-from ._errors import InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._secrets import VariableSet
 from ._util import page_address
 from .browser._cdp import DirectConnection, PageTargets
+from .llm import LLMClient
 from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
 from .snapshot._model import Snapshot
 
-__all__ = ["SNAPSHOT_TIMEOUT", "PageSession", "PageSessions"]
+__all__ = ["SNAPSHOT_TIMEOUT", "OperationContext", "PageSession", "PageSessions"]
 
 logger = logging.getLogger("stagehand_py")
 
@@ -130,3 +135,39 @@ class PageSessions:
             await asyncio.gather(*self._closing, return_exceptions=True)
         for session in sessions:
             await session.close()
+
+
+@dataclass
+class OperationContext:
+    """One call's tab (its :class:`PageSession`, kept for the whole call
+    even when the act opens a popup), its model client and its settings."""
+
+    session: PageSession
+    #: The model client, resolved by the Stagehand before the call; None when none is configured.
+    client: LLMClient | None
+    #: What to do to get a model, said by :meth:`model` when ``client`` is None.
+    missing_model: str
+    token_budget: int
+    dom_settle_timeout: float
+    self_heal: bool
+    cache: Any = None
+    #: This call's variables, built once when the call came in; they hide every value this
+    #: Stagehand was given, also in later calls that pass no variables.
+    variables: VariableSet = field(default_factory=lambda: VariableSet.of(None))
+    #: ``time.monotonic()`` by which the verb must finish (its ``timeout=``), or None.
+    deadline: float | None = None
+    #: The session's page and identities (selector -> role and name of the element in the
+    #: snapshot each action was chosen from; written to the action cache with the actions), as
+    #: plain fields: the session does not change during the call.
+    page: Page = field(init=False)
+    identities: dict[str, ElementIdentity] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.page = self.session.page
+        self.identities = self.session.identities
+
+    def model(self) -> LLMClient:
+        """The call's model client, or a :class:`ConfigurationError` saying how to configure one."""
+        if self.client is None:
+            raise ConfigurationError(self.missing_model)
+        return self.client

@@ -14,16 +14,14 @@ from pydantic import BaseModel
 
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
-from ._inputs import check_inputs
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
-from ._operations._context import OperationContext
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
-from ._session import SNAPSHOT_TIMEOUT, PageSession, PageSessions
+from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
 from ._types import Action, ActResult, SavedDownload, Variables
 from .browser._options import BrowserOptions
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
@@ -340,9 +338,9 @@ class Stagehand:
         await self._driven().install_helpers()
 
     def _context(self, what: str, variables: Variables | None = None, timeout: float | None = None) -> OperationContext:
-        # Built once per call (checked before anything else happens); every prompt of the call,
-        # heal included, and the executor read this set.
-        self._variables_seen = check_inputs(what, variables=variables).remembering(self._variables_seen)
+        # Built once per call (checked before anything else happens, by the check every entry point
+        # makes on variables); every prompt of the call, heal included, and the executor read this set.
+        self._variables_seen = VariableSet.of(variables, what=f"{what}(variables=...)").remembering(self._variables_seen)
         client, missing_model = self._models.client, ""  # made at construction when a model was given
         if client is None:
             client, missing_model = self._models.for_call()

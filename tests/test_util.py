@@ -12,10 +12,9 @@ from pydantic import BaseModel
 
 from stagehand_py import InvalidSchemaError
 from stagehand_py._cache import ActionCache
-from stagehand_py._operations._extract_schema import merge, to_wire_schema
+from stagehand_py._operations._extract_schema import deref, merge, to_wire_schema
 from stagehand_py._util import (
     deep_merge,
-    deref,
     inline_refs,
     normalise_url,
     pop_defs,

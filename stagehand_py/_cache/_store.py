@@ -7,7 +7,7 @@ Actions whose arguments keep their ``%placeholders%``, so no value is ever writt
 ``elements`` (one per action, same order), the identity of the element each action was
 planned on: its outline role and accessible name (``{"role": "textbox", "name": "Username"}``,
 names redacted like prompts; never an input value), or null when unknown. A replay compares
-it with the element the cached XPath names now (see :mod:`stagehand_py._operations._identity`).
+it with the element the cached XPath names now (see :mod:`stagehand_py._operations._heal`).
 Entries written before identities existed have no ``elements`` and load with none.
 Writes are atomic (temporary file in the same folder, then ``os.replace``).
 """

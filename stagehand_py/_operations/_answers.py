@@ -1,5 +1,4 @@
-"""The model's element answers checked against the page and turned into Actions (and an
-extracted URL field's answer into the link's URL: :func:`link_lookup`).
+"""The model's element answers checked against the page and turned into Actions.
 
 Problems are worded for the model: they are sent back to it as a re-ask. What a good model
 reasonably answers is taken rather than re-asked:
@@ -18,8 +17,7 @@ reasonably answers is taken rather than re-asked:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from collections.abc import Mapping, Sequence
 
 from .._actions import placeholders_in
 from .._actions._methods import check_arity
@@ -28,7 +26,7 @@ from .._prompts.observe import ObservedElement
 from .._types import Action
 from ..snapshot import Snapshot
 
-__all__ = ["VALUE_ARGUMENTS", "check_elements", "element_id", "example_id", "link_lookup", "to_action"]
+__all__ = ["VALUE_ARGUMENTS", "check_elements", "element_id", "example_id", "to_action"]
 
 _ID = re.compile(r"^\[?\s*(\d+-\d+)\s*\]?$")
 # A native <select>'s option (maybe inside an <optgroup>): the path of the select, then the option.
@@ -43,35 +41,6 @@ def element_id(raw: str, snapshot: Snapshot) -> str | None:
     if m and m.group(1) in snapshot.xpath_map:
         return m.group(1)
     return None
-
-
-def _url_key(url: str) -> str:
-    """``url`` compared loosely: scheme and host in lower case, no trailing slash on the path."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, parts.fragment))
-
-
-def link_lookup(snapshot: Snapshot) -> Callable[[str], str | None]:
-    """Maps a URL field's answer to the link's URL as the browser resolves it (the url map's).
-
-    The answer should be a link's element id; a model that copies the link's URL instead (whole,
-    relative as written in the href, or without its trailing slash) names a link too, and gets
-    the page's own URL for it. Anything else is not a link of the page (None: re-asked).
-    """
-    urls = set(snapshot.url_map.values())
-    loose = {_url_key(url): url for url in sorted(urls, reverse=True)}
-
-    def lookup(value: str) -> str | None:
-        eid = element_id(value, snapshot)
-        if eid is not None and eid in snapshot.url_map:
-            return snapshot.url_map[eid]
-        if value in urls:
-            return value
-        if not isinstance(value, str) or not value.strip() or eid is not None:
-            return None
-        return loose.get(_url_key(urljoin(snapshot.url, value.strip())))
-
-    return lookup
 
 
 def example_id(snapshot: Snapshot) -> str:

@@ -1,12 +1,14 @@
 """The caller's schema for extract(), walked: what the model answers, and what its answers say.
 
-Pure functions over a JSON Schema (local ``$ref`` followed with :func:`~stagehand_py._util.deref`)
+Pure functions over a JSON Schema (local ``$ref`` followed with :func:`deref` as they walk)
 and the data that should fit it:
 
 - :func:`to_wire_schema`: the wrapper object the model answers (URL fields as element ids, plus
-  ``instruction_satisfied``); :func:`map_urls` turns the ids back into the page's URLs;
+  ``instruction_satisfied``); :func:`map_urls` turns the ids back into the page's URLs
+  (:func:`link_lookup`: an id, or a link URL the model copied, as the browser resolves it);
 - :func:`absent_as_none`, :func:`empty_required`, :func:`all_empty`: what "not on the page" is
-  and whether the page showed enough;
+  and whether the page showed enough; :func:`answer_data` (URLs mapped, absent values said)
+  and :func:`shows_data` (nothing required empty, not all blank) are what extract asks of them;
 - :func:`complete`: a list-free schema's every field filled (a lookup answered);
 - :func:`merge`: two parts' answers as one; :func:`schema_words`: the fields as ranking hints.
 """
@@ -16,37 +18,28 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from pydantic import BaseModel
+from .._prompts.extract import DATA_DESCRIPTION, SATISFIED_DESCRIPTION, URL_FIELD_DESCRIPTION
+from .._util import deep_merge, pop_defs, ref_target
+from ..snapshot import Snapshot
+from ._answers import element_id
 
-from .._errors import InvalidSchemaError
-from .._prompts.extract import DATA_DESCRIPTION, EXTRACTION_DESCRIPTION, SATISFIED_DESCRIPTION, URL_FIELD_DESCRIPTION
-from .._util import deep_merge, deref, pop_defs, schema_dict
-from ..llm._structured import check_json_schema
-
-__all__ = ["DEFAULT_SCHEMA", "absent_as_none", "all_empty", "complete", "empty_required", "map_urls", "merge",
-           "schema_words", "to_wire_schema", "user_schema"]
+__all__ = ["absent_as_none", "all_empty", "answer_data", "complete", "deref", "empty_required", "link_lookup", "map_urls",
+           "merge", "schema_words", "shows_data", "to_wire_schema"]
 
 _URL_FORMATS = frozenset({"uri", "iri", "uri-reference", "iri-reference", "url"})
-#: The schema of an extract() given an instruction and no schema: the page's answer as text.
-DEFAULT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"extraction": {"type": "string", "description": EXTRACTION_DESCRIPTION}},
-    "required": ["extraction"],
-    "additionalProperties": False,
-}
-
-
-def user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
-    """The JSON Schema of ``schema`` and the pydantic class when there is one; InvalidSchemaError otherwise."""
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema_dict(schema), schema
-    if isinstance(schema, dict):
-        check_json_schema(schema, what="extract(schema=...)")
-        return copy.deepcopy(schema), None
-    raise InvalidSchemaError(
-        f"extract(schema=...) must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}."
-    )
+def deref(node: Any, root: Any, *, max_hops: int = 32) -> Any:
+    """``node`` with its local ``$ref`` followed (through chains, at most ``max_hops``); a
+    reference that names nothing gives ``{}`` (a schema that allows anything)."""
+    hops = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and hops < max_hops:
+        try:
+            node = ref_target(root, node["$ref"])
+        except KeyError:
+            return {}
+        hops += 1
+    return node
 
 
 def _is_url(node: Any) -> bool:
@@ -93,6 +86,44 @@ def to_wire_schema(schema: dict[str, Any], *, partial: bool = False) -> dict[str
         **defs,
     }
     return wire
+
+
+def _url_key(url: str) -> str:
+    """``url`` compared loosely: scheme and host in lower case, no trailing slash on the path."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, parts.fragment))
+
+
+def link_lookup(snapshot: Snapshot) -> Callable[[str], str | None]:
+    """Maps a URL field's answer to the link's URL as the browser resolves it (the url map's).
+
+    The answer should be a link's element id; a model that copies the link's URL instead (whole,
+    relative as written in the href, or without its trailing slash) names a link too, and gets
+    the page's own URL for it. Anything else is not a link of the page (None: re-asked).
+    """
+    urls = set(snapshot.url_map.values())
+    loose = {_url_key(url): url for url in sorted(urls, reverse=True)}
+
+    def lookup(value: str) -> str | None:
+        eid = element_id(value, snapshot)
+        if eid is not None and eid in snapshot.url_map:
+            return snapshot.url_map[eid]
+        if value in urls:
+            return value
+        if not isinstance(value, str) or not value.strip() or eid is not None:
+            return None
+        return loose.get(_url_key(urljoin(snapshot.url, value.strip())))
+
+    return lookup
+
+
+def answer_data(data: Any, schema: dict[str, Any], lookup: Callable[[str], str | None]) -> tuple[list[str], Any]:
+    """The model's ``data`` as the caller gets it: URL fields' ids mapped to the page's URLs
+    (:func:`map_urls`), "not on the page" said as the schema allows (:func:`absent_as_none`).
+    With problems (an id that names no link), the data is not usable: the model is asked again."""
+    problems: list[str] = []
+    mapped = map_urls(data, schema, schema, lookup, problems)
+    return problems, (None if problems else absent_as_none(mapped, schema, schema))
 
 
 def map_urls(data: Any, schema: Any, root: dict[str, Any], lookup: Callable[[str], str | None],
@@ -217,6 +248,12 @@ def absent_as_none(data: Any, schema: Any, root: dict[str, Any], depth: int = 0)
         items = deref(node.get("items"), root)
         return [absent_as_none(value, items, root, depth + 1) for value in data] if isinstance(items, dict) else data
     return data
+
+
+def shows_data(data: Any, schema: dict[str, Any]) -> bool:
+    """True when ``data`` has every required field filled and is not all blank: what a page
+    still rendering does not give yet (see :func:`empty_required`, :func:`all_empty`)."""
+    return not empty_required(data, schema, schema) and not all_empty(data)
 
 
 def all_empty(data: Any) -> bool:

@@ -1,7 +1,7 @@
 """Running a planned or cached action safely: identity check, self-heal, and cache replay.
 
 - Before an action this Stagehand planned (or observed, or cached) runs, its selector must
-  still name the element it was chosen on (role and name, see :mod:`._identity`): a changed
+  still name the element it was chosen on (role and name, see below): a changed
   page can make the same XPath name another element, which must never be acted on silently.
 - Self-heal (``self_heal=True`` and a model configured): when the selector no longer resolves,
   the element never becomes actionable or is another one now, the page is read again, the
@@ -17,26 +17,49 @@
 - Cache replay: act replays a cached plan with no model call, healing stale steps and
   rewriting the entry; observe replays cached actions when every one still names its element.
   Entries without identities (written before they existed) replay unchecked.
+
+Element identity: a page can change so that an XPath still resolves, to exactly one element,
+but a different one (a wrapper inserted before a form makes ``form[1]/input[1]`` the password
+field). Resolving is then no proof, so every planned or cached action carries the identity of
+the element it was chosen on: the role and accessible name of its outline line in the snapshot
+the model chose it from (:func:`remember`; see :class:`~stagehand_py._cache.ElementIdentity`).
+Values (``value="..."``) and state flags (``[checked]``, ``[focused]``, ...) are not part of it:
+they change with use, and values may be secret. Names are redacted like prompts. Before such an
+action runs, :func:`identity_matches` resolves its XPath (waiting briefly for the element), takes
+a snapshot scoped to that element (the whole page only when the scoped one cannot tell, e.g.
+paths into frames or shadow roots) and compares role and name; a mismatch heals by description.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterable
 
 from .._actions import DEFAULT_TIMEOUT, execute_action, resolve_element, watch_page
 from .._cache import CacheEntry, ElementIdentity
-from .._errors import ActionError, ActionFailedError, ElementNotFoundError, SecretPlacementError, StagehandTimeoutError
+from .._errors import (
+    ActionError,
+    ActionFailedError,
+    CDPError,
+    ElementNotFoundError,
+    InvalidArgumentError,
+    SecretPlacementError,
+    SnapshotError,
+    StagehandTimeoutError,
+)
 from .._prompts.act import heal_system, heal_user
 from .._prompts.common import Fence
 from .._prompts.observe import ObserveAnswer
+from .._secrets import VariableSet
+from .._session import OperationContext
 from .._types import Action, ActResult
-from ..snapshot import SnapshotElement
+from ..snapshot import Snapshot, SnapshotElement, parse_line
 from ._answers import check_elements
-from ._context import OperationContext
-from ._identity import identity_in, identity_matches, remember
 from ._pipeline import Question, ask_parts, read_page, settle, split_page
 
-__all__ = ["cached_actions_valid", "heal", "probe_timeout", "replay", "run_action", "run_checked"]
+__all__ = ["cached_actions_valid", "heal", "identity_in", "identity_matches", "probe_timeout", "remember", "replay",
+           "run_action", "run_checked"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -47,15 +70,22 @@ def _can_heal(ctx: OperationContext) -> bool:
     return ctx.self_heal and ctx.client is not None
 
 
+def _within_deadline(ctx: OperationContext, wanted: float) -> float:
+    """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""
+    if ctx.deadline is None:
+        return wanted
+    return max(0.1, min(wanted, ctx.deadline - time.monotonic() - 0.3))
+
+
 def probe_timeout(ctx: OperationContext) -> float:
     """Seconds a first try waits for its element before a heal may take over: the page's settle
     time (what this Stagehand waits for a page to calm down), within the caller's deadline."""
-    return ctx.action_timeout(min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
+    return _within_deadline(ctx, min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
 
 
 def _action_timeout(ctx: OperationContext) -> float:
     """The whole action's bound: what is left of the caller's ``timeout=``, else the default."""
-    return ctx.action_timeout(DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
+    return _within_deadline(ctx, DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
 
 
 async def _execute(ctx: OperationContext, action: Action,
@@ -213,4 +243,65 @@ async def cached_actions_valid(ctx: OperationContext, entry: CacheEntry) -> bool
             logger.info("cache entry is stale (%s no longer resolves)", action.selector)
             return False
         await handle.dispose()
+    return True
+
+
+# --- element identity -------------------------------------------------------------------
+
+
+def identity_of_line(line: str, variables: VariableSet) -> ElementIdentity | None:
+    """Role and name of an outline line (``[0-12] textbox: Username value="x" [focused]``)."""
+    element = parse_line(line)
+    if element is None:
+        return None
+    return ElementIdentity(element.role, variables.redact(element.name))
+
+
+def _xpath(selector: str) -> str | None:
+    return selector[len("xpath="):] if selector.startswith("xpath=") else None
+
+
+def identity_in(snapshot: Snapshot, selector: str, variables: VariableSet) -> ElementIdentity | None:
+    """The identity of the element ``selector`` (``xpath=...``) names in ``snapshot``, or None."""
+    xpath = _xpath(selector)
+    if xpath is None:
+        return None
+    for eid, path in snapshot.xpath_map.items():
+        if path == xpath:
+            line = snapshot.line_for(eid)
+            return identity_of_line(line, variables) if line is not None else None
+    return None
+
+
+def remember(ctx: OperationContext, snapshot: Snapshot, actions: Iterable[Action]) -> None:
+    """Note the identity of each action's element in ``snapshot`` (the one it was chosen from)."""
+    for action in actions:
+        identity = identity_in(snapshot, action.selector, ctx.variables)
+        if identity is not None:
+            ctx.identities[action.selector] = identity
+
+
+async def identity_matches(ctx: OperationContext, action: Action, identity: ElementIdentity, *,
+                           wait: float) -> bool:
+    """True when ``action``'s selector names an element with ``identity`` now.
+
+    Waits up to ``wait`` seconds for the element to appear. False when it does not resolve,
+    is not in the outline (hidden) or has another role or name.
+    """
+    try:
+        handle = await resolve_element(ctx.page, action.selector, timeout=_within_deadline(ctx, wait))
+    except ActionError:
+        return False
+    await handle.dispose()
+    now = None
+    try:
+        now = identity_in(await ctx.session.snapshot(selector=action.selector), action.selector, ctx.variables)
+    except (ActionError, InvalidArgumentError, SnapshotError, CDPError):
+        pass  # not a plain main-frame element path (frames, shadow roots, text): the whole page tells
+    if now is None:
+        now = identity_in(await ctx.session.snapshot(), action.selector, ctx.variables)
+    if now != identity:
+        logger.info("cached %s on %s: the element is now a %s, not the cached %s", action.method, action.selector,
+                    now.role if now else "(nothing shown)", identity.role)
+        return False
     return True

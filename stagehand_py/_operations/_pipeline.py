@@ -10,40 +10,51 @@ the same steps, written here once:
    to the instruction (page order without one);
 3. :func:`ask_parts` (:func:`ask_part` for one chunk): the caller's :class:`Question` asked per
    chunk with the page's fence (one per page, so that consecutive requests share their prefix:
-   see :mod:`stagehand_py._prompts.common`), an optional screenshot (vision, see
-   :mod:`._vision`), choice mode for element questions when the client asks for it
-   (:mod:`._choice`), and one structured answer that also passes the question's ``check`` (the
-   LLM client's single re-ask loop), until the caller is done;
+   see :mod:`stagehand_py._prompts.common`), an optional screenshot (vision, see below), choice
+   mode for element questions when the client asks for it (:mod:`._choice`), and one structured
+   answer that also passes the question's ``check`` (the LLM client's single re-ask loop),
+   until the caller is done;
 4. :func:`look`: when that found nothing (no element, required data still empty) and the page
    can still change by itself (loading, recently mutated or fetching: for up to
    ``dom_settle_timeout`` seconds; young and scripted: until it is that old; see
    :func:`~stagehand_py._actions.late_content_window`), wait for the next DOM change, read the
    page again and ask again, only when the outline really changed, until something is found
    or the time is up; the result says how long it waited.
+
+Vision (observe, act; extract's ``screenshot=True`` is a plain page screenshot):
+``vision="auto"`` (default): the first request carries an annotated screenshot when the page's
+DOM confidence is below :data:`~stagehand_py._vision.LOW_CONFIDENCE`; otherwise, when the
+model finds no element in the outline, one more request carries it (the fallback). ``True``:
+every request carries it. ``False``: never. A model without image input
+(``profile.supports_images=False``) is an error with ``True`` and skips vision with ``"auto"``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
 from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
+from .._errors import ConfigurationError, InvalidArgumentError
 from .._prompts.common import Fence, page_fence
+from .._prompts.vision import EXTRACT_SCREENSHOT_NOTE, VISION_SYSTEM_NOTE, screenshot_legend
+from .._secrets import VariableSet
+from .._session import OperationContext
+from .._vision import LOW_CONFIDENCE, annotated_screenshot, page_screenshot
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, parse_line
 from ._budget import chunk_budget, pieces
 from ._choice import as_choice
-from ._context import OperationContext
 from ._relevance import rank_chunks
-from ._vision import VisionMode, plan_requests, with_annotated_screenshot
 
-__all__ = ["Looked", "PageParts", "PageRead", "Prompt", "Question", "ask", "ask_part", "ask_parts", "look", "new_lines", "read_page",
-           "settle", "split_page"]
+__all__ = ["Looked", "PageParts", "PageRead", "Prompt", "Question", "VisionMode", "ask", "ask_part", "ask_parts",
+           "check_vision", "look", "model_sees", "new_lines", "plan_requests", "read_page", "require_sight", "settle",
+           "split_page", "with_annotated_screenshot", "with_page_screenshot"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -54,6 +65,8 @@ R = TypeVar("R")
 #: it is (``(n, of)``; None when the page goes whole).
 Prompt: TypeAlias = Callable[[Fence, str, "tuple[int, int] | None"], tuple[str, str]]
 Check: TypeAlias = Callable[[Any], tuple[list[str], T]]
+#: observe's and act's ``vision=``: see the module docstring.
+VisionMode: TypeAlias = Literal["auto"] | bool
 
 
 @dataclass(frozen=True)
@@ -114,14 +127,19 @@ class Looked(Generic[R]):
     waited: float
 
 
-async def look(ctx: OperationContext, read: Callable[[], Awaitable[PageRead]],
-               attempt: Callable[[PageRead], Awaitable[R]], found: Callable[[R], bool]) -> Looked[R]:
-    """``attempt`` on a read of the page; when it found nothing and the page may still change,
-    wait for changes and attempt again on each changed read (see the module docstring, step 4).
+async def look(ctx: OperationContext, attempt: Callable[[PageRead], Awaitable[R]], found: Callable[[R], bool], *,
+               selector: str | None = None, ignore_selectors: Sequence[str] = (), confidence: bool = False) -> Looked[R]:
+    """``attempt`` on a read of the page (:func:`read_page` with ``selector``, ``ignore_selectors``
+    and ``confidence``); when it found nothing and the page may still change, wait for changes and
+    attempt again on each changed read (see the module docstring, step 4).
 
     The wait is bounded by ``ctx.dom_settle_timeout`` (and the verb's own deadline). The model is
     asked again only when the outline changed, never for a page that merely flickered.
     """
+
+    async def read() -> PageRead:
+        return await read_page(ctx, selector=selector, ignore_selectors=ignore_selectors, confidence=confidence)
+
     page = await read()
     value = await attempt(page)
     if found(value):
@@ -253,7 +271,7 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, que
                     only: Callable[[SnapshotElement], bool] | None = None) -> list[T]:
     """``question`` about the parts in order (at most ``limit``) until ``done(answer)``; the answers.
 
-    ``vision``/``sees`` plan screenshots (:func:`._vision.plan_requests`); ``elements``,
+    ``vision``/``sees`` plan screenshots (:func:`plan_requests`); ``elements``,
     ``instruction`` and ``only`` as for :func:`ask_part`.
     """
     chunks = parts.chunks[:limit] if limit is not None else parts.chunks
@@ -268,3 +286,62 @@ async def ask_parts(ctx: OperationContext, page: PageRead, parts: PageParts, que
             break
         logger.debug("%s: nothing conclusive in part %d of %d", purpose, chunk.index + 1, parts.total)
     return answers
+
+
+# --- vision ------------------------------------------------------------------------------
+
+
+def check_vision(vision: Any, what: str) -> None:
+    if vision != "auto" and not isinstance(vision, bool):
+        raise InvalidArgumentError(f"{what}(vision=...) takes 'auto', True or False, got {vision!r}.")
+
+
+def model_sees(client: LLMClient) -> bool:
+    """False when the model's profile says it takes no images (a model with no profile is trusted)."""
+    profile = getattr(client.model, "profile", None)
+    return bool(getattr(profile, "supports_images", getattr(client.model, "supports_images", True)))
+
+
+def require_sight(client: LLMClient, what: str) -> None:
+    if not model_sees(client):
+        raise ConfigurationError(
+            f"{what} sends a screenshot, but the model {client.model_name!r} is configured without image input "
+            "(profile.supports_images=False). Use a model that accepts images, pass "
+            "profile=Profile(..., supports_images=True) if it does, or leave vision at 'auto' / screenshot off."
+        )
+
+
+def plan_requests(chunks: Sequence[T], vision: VisionMode, *, confidence: float | None, sees: bool) -> Iterator[tuple[T, bool]]:
+    """(chunk, with screenshot?) for each request; the caller stops once a request finds something.
+
+    After the chunks, ``"auto"`` adds one fallback request (the first chunk with the screenshot)
+    when no request carried one yet and the model can see.
+    """
+    first = vision is True or (vision == "auto" and sees and confidence is not None and confidence < LOW_CONFIDENCE)
+    for chunk in chunks:
+        yield chunk, first
+    if vision == "auto" and sees and not first and chunks:
+        logger.info("no element found in the outline; asking again with an annotated screenshot")
+        yield chunks[0], True
+
+
+async def with_annotated_screenshot(page: Any, snapshot: Snapshot, system: str, user: str, fence: Fence, *,
+                                    variables: VariableSet) -> tuple[str, str, list[ImagePart]]:
+    """``system``/``user`` with the vision note and the box legend, and the annotated screenshot.
+
+    The legend's outline lines are redacted with ``variables``, as the outline itself: a field's
+    line shows its value, which may be a secret typed a moment ago; in the image such a field is
+    masked."""
+    shot = await annotated_screenshot(page, snapshot, variables=variables)
+    legend = [(box.number, variables.redact(snapshot.line_for(box.element_id) or f"[{box.element_id}]")) for box in shot.boxes]
+    logger.debug("annotated screenshot: %r, ~%d tokens", shot, shot.tokens)
+    return f"{system}\n\n{VISION_SYSTEM_NOTE}", f"{user}\n\n{screenshot_legend(legend, fence)}", [shot.image_part()]
+
+
+async def with_page_screenshot(page: Any, system: str, *, selector: str | None,
+                               variables: VariableSet | None = None) -> tuple[str, list[ImagePart]]:
+    """``system`` with the extract note, and a screenshot of the page or the ``selector`` region
+    (fields holding a value of ``variables`` masked)."""
+    shot = await page_screenshot(page, selector=selector, variables=variables)
+    logger.debug("extract screenshot: %r, ~%d tokens", shot, shot.tokens)
+    return f"{system}\n\n{EXTRACT_SCREENSHOT_NOTE}", [shot.image_part()]

@@ -23,13 +23,23 @@ from .._errors import UnknownVariableError
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence
 from .._secrets import VariableSet
+from .._session import OperationContext
 from .._types import Action, ActResult
 from ._answers import VALUE_ARGUMENTS, check_elements
-from ._context import OperationContext
-from ._heal import replay, run_action, run_checked
-from ._identity import remember
-from ._pipeline import PageRead, Question, ask_parts, look, new_lines, read_page, split_page
-from ._vision import VisionMode, check_vision, model_sees, require_sight
+from ._heal import remember, replay, run_action, run_checked
+from ._pipeline import (
+    PageRead,
+    Question,
+    VisionMode,
+    ask_parts,
+    check_vision,
+    look,
+    model_sees,
+    new_lines,
+    read_page,
+    require_sight,
+    split_page,
+)
 from .observe import MAX_PARTS
 
 __all__ = ["act_action", "act_instruction", "require_values"]
@@ -141,9 +151,8 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     if vision is True:
         require_sight(client, "act(vision=True)")
     sees = vision is not False and model_sees(client)
-    looked = await look(ctx, lambda: read_page(ctx, confidence=vision == "auto" and sees),
-                        lambda page: _plan(ctx, instruction, page, descriptions, vision, sees, client.choice_mode),
-                        found=lambda planned: planned[0] is not None)
+    looked = await look(ctx, lambda page: _plan(ctx, instruction, page, descriptions, vision, sees, client.choice_mode),
+                        found=lambda planned: planned[0] is not None, confidence=vision == "auto" and sees)
     (action, opens), page = looked.value, looked.page
     if action is None:
         logger.info("act %r: no element fits", instruction)

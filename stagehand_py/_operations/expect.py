@@ -27,13 +27,12 @@ from .._prompts.expect import (
     verdict_system,
     verdict_user,
 )
+from .._session import OperationContext
 from .._vision import masked_screenshot
 from ..llm import ImagePart, Usage
 from ..snapshot import parse_line
-from ._context import OperationContext
-from ._pipeline import ask, read_page, split_page
+from ._pipeline import ask, read_page, require_sight, split_page
 from ._relevance import claim_score
-from ._vision import require_sight
 
 __all__ = ["Expectation", "evidence_choices", "expect"]
 

@@ -34,31 +34,36 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._errors import OutputValidationError
+from .._errors import InvalidSchemaError, OutputValidationError
 from .._prompts.common import Fence
-from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, extract_system, extract_user
+from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, EXTRACTION_DESCRIPTION, extract_system, extract_user
+from .._session import OperationContext
+from .._util import schema_dict
 from ..llm import ImagePart
-from ..llm._structured import validation_errors
-from ._answers import link_lookup
-from ._context import OperationContext
+from ..llm._structured import check_json_schema, validation_errors
 from ._extract_schema import (
-    DEFAULT_SCHEMA,
-    absent_as_none,
-    all_empty,
+    answer_data,
     complete,
     empty_required,
-    map_urls,
+    link_lookup,
     merge,
     schema_words,
+    shows_data,
     to_wire_schema,
-    user_schema,
 )
-from ._pipeline import PageRead, Question, ask_part, look, read_page, split_page
-from ._vision import require_sight, with_page_screenshot
+from ._pipeline import PageRead, Question, ask_part, look, require_sight, split_page, with_page_screenshot
 
 __all__ = ["extract"]
 
 logger = logging.getLogger("stagehand_py._operations")
+
+#: The schema of an extract() given an instruction and no schema: the page's answer as text.
+_DEFAULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"extraction": {"type": "string", "description": EXTRACTION_DESCRIPTION}},
+    "required": ["extraction"],
+    "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True)
@@ -114,8 +119,7 @@ class _Reading:
     def found(self, target: _Target) -> bool:
         # An answer of nothing but empty strings is what a page still rendering gives, as much as
         # an empty required field is: looked for again while the page can change by itself.
-        return (not self.checked.errors and not empty_required(self.merged, target.schema, target.schema)
-                and not all_empty(self.merged))
+        return not self.checked.errors and shows_data(self.merged, target.schema)
 
 
 def _prompt(target: _Target, earlier: str | None, screenshot_note: str, fence: Fence, outline: str,
@@ -128,11 +132,9 @@ def _check(target: _Target, lookup: Callable[[str], str | None], whole: bool,
            out: dict[str, Any]) -> tuple[list[str], _PartAnswer]:
     """A part's answer as data; URL fields that name no link of the page, or (for a page read
     whole) data that does not fit the schema, are problems sent back to the model."""
-    problems: list[str] = []
-    data = map_urls(out["data"], target.schema, target.schema, lookup, problems)
+    problems, data = answer_data(out["data"], target.schema, lookup)
     if problems:
         return problems, _PartAnswer(None, False)
-    data = absent_as_none(data, target.schema, target.schema)
     checked = target.judge(data) if whole else None
     if checked is not None and checked.errors:
         return checked.errors, _PartAnswer(None, False)
@@ -156,10 +158,11 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
         note, images = await with_page_screenshot(ctx.page, "", selector=selector, variables=ctx.variables)
     # Room for what earlier parts gave; the reserve also covers the few words that introduce it.
     reserve = ctx.token_budget // 8
-    parts = split_page(ctx, page.text, partial(_prompt, target, None, note), to_wire_schema(target.schema),
+    full_wire = to_wire_schema(target.schema)
+    parts = split_page(ctx, page.text, partial(_prompt, target, None, note), full_wire,
                        rank_by=target.instruction, hints="" if target.free_text else schema_words(target.schema),
                        extra_reserve=reserve + 30)
-    wire = to_wire_schema(target.schema, partial=parts.total > 1)
+    wire = to_wire_schema(target.schema, partial=True) if parts.total > 1 else full_wire
     check = partial(_check, target, link_lookup(page.snapshot), parts.total == 1)
     # Part index -> what it gave; merged in page order, whatever order the parts were asked in.
     given: dict[int, _PartAnswer] = {}
@@ -180,19 +183,30 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
     return _Reading(merged, len(given), whole if whole is not None else target.judge(merged))
 
 
+def _user_schema(schema: Any) -> tuple[dict[str, Any], type[BaseModel] | None]:
+    """The JSON Schema of ``schema`` and the pydantic class when there is one; InvalidSchemaError otherwise."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema_dict(schema), schema
+    if isinstance(schema, dict):
+        check_json_schema(schema, what="extract(schema=...)")
+        return copy.deepcopy(schema), None
+    raise InvalidSchemaError(
+        f"extract(schema=...) must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}."
+    )
+
+
 async def extract(ctx: OperationContext, instruction: str | None, schema: Any, *, selector: str | None,
                   screenshot: bool = False) -> Any:
     if instruction is None and schema is None:
         snapshot = await ctx.session.snapshot(selector=selector)
         return {"page_text": snapshot.tree}
-    user, model = user_schema(schema) if schema is not None else (copy.deepcopy(DEFAULT_SCHEMA), None)
+    user, model = _user_schema(schema) if schema is not None else (copy.deepcopy(_DEFAULT_SCHEMA), None)
     target = _Target(instruction or DEFAULT_EXTRACT_INSTRUCTION, user, model, free_text=schema is None)
     client = ctx.model()
     if screenshot:
         require_sight(client, "extract(screenshot=True)")
-    looked = await look(ctx, lambda: read_page(ctx, selector=selector),
-                        lambda page: _read(ctx, target, page, selector=selector, screenshot=screenshot),
-                        lambda reading: reading.found(target))
+    looked = await look(ctx, lambda page: _read(ctx, target, page, selector=selector, screenshot=screenshot),
+                        lambda reading: reading.found(target), selector=selector)
     reading = looked.value
     waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
     if reading.checked.errors:

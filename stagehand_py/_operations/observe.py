@@ -22,13 +22,21 @@ from collections.abc import Sequence
 
 from .._prompts.common import Fence
 from .._prompts.observe import DEFAULT_OBSERVE_INSTRUCTION, ObserveAnswer, observe_system, observe_user
+from .._session import OperationContext
 from .._types import Action
 from ._answers import check_elements
-from ._context import OperationContext
-from ._heal import cached_actions_valid
-from ._identity import identity_in, remember
-from ._pipeline import PageRead, Question, ask_parts, look, read_page, split_page
-from ._vision import VisionMode, check_vision, model_sees, require_sight
+from ._heal import cached_actions_valid, identity_in, remember
+from ._pipeline import (
+    PageRead,
+    Question,
+    VisionMode,
+    ask_parts,
+    check_vision,
+    look,
+    model_sees,
+    require_sight,
+    split_page,
+)
 
 __all__ = ["MAX_PARTS", "observe"]
 
@@ -46,7 +54,7 @@ async def observe(
     ignore_selectors: Sequence[str],
     vision: VisionMode = "auto",
 ) -> list[Action]:
-    """See the module docstring; ``vision`` as in :mod:`._vision`. The model reads the call's
+    """See the module docstring; ``vision`` as in :mod:`._pipeline`. The model reads the call's
     placeholder descriptions (never a value)."""
     check_vision(vision, "observe")
     variables = ctx.variables.descriptions
@@ -79,8 +87,8 @@ async def observe(
         logger.info("observe %r: %d action(s) from %d part(s)", text, len(answers[-1]) if answers else 0, parts.total)
         return answers[-1] if answers else []
 
-    looked = await look(ctx, lambda: read_page(ctx, selector=selector, ignore_selectors=ignore_selectors,
-                                               confidence=vision == "auto" and sees), attempt, found=bool)
+    looked = await look(ctx, attempt, found=bool, selector=selector, ignore_selectors=ignore_selectors,
+                        confidence=vision == "auto" and sees)
     actions, page = looked.value, looked.page
     if not actions and looked.waited:
         logger.info("observe %r: nothing matching after waiting %.1f s for the page to change", text, looked.waited)

@@ -3,14 +3,13 @@ JSON Schema helpers, deep merge and XPath literals. No I/O beyond the file being
 
 from ._files import write_bytes_atomic, write_json_atomic
 from ._merge import deep_merge
-from ._schema import deref, inline_refs, pop_defs, ref_target, schema_dict
+from ._schema import inline_refs, pop_defs, ref_target, schema_dict
 from ._urls import UrlParts, normal_host, normalise_url, page_address, resolve_url, url_parts
 from ._xpath import xpath_literal
 
 __all__ = [
     "UrlParts",
     "deep_merge",
-    "deref",
     "inline_refs",
     "normal_host",
     "normalise_url",

@@ -1,6 +1,7 @@
-"""JSON Schema helpers: a schema as a dict, local references (``#/$defs/...``) followed or
+"""JSON Schema helpers: a schema as a dict, local references (``#/$defs/...``) looked up or
 inlined, definitions lifted out for wrapping. Only local references are followed: the library
-fetches nothing a schema points to."""
+fetches nothing a schema points to. (Extract's walkers follow references as they walk, with
+their own ``deref`` in :mod:`stagehand_py._operations._extract_schema`.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["deref", "inline_refs", "pop_defs", "ref_target", "schema_dict"]
+__all__ = ["inline_refs", "pop_defs", "ref_target", "schema_dict"]
 
 #: Where a schema keeps its definitions (``definitions`` before draft 2019-09).
 _DEFS_KEYS = ("$defs", "definitions")
@@ -37,19 +38,6 @@ def ref_target(schema: Any, ref: str) -> Any:
             node = node[int(key)]
         else:
             raise KeyError(ref)
-    return node
-
-
-def deref(node: Any, root: Any, *, max_hops: int = 32) -> Any:
-    """``node`` with its local ``$ref`` followed (through chains, at most ``max_hops``); a
-    reference that names nothing gives ``{}`` (a schema that allows anything)."""
-    hops = 0
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and hops < max_hops:
-        try:
-            node = ref_target(root, node["$ref"])
-        except KeyError:
-            return {}
-        hops += 1
     return node
 
 

@@ -33,8 +33,8 @@ from .._operations._relevance import terms
 from .._prompts import agent as P
 from .._prompts.choice import choice_line
 from .._prompts.common import Fence
+from .._usage import estimate_tokens
 from ..llm import GenerateResult, LLMClient, SystemMessage, UserMessage
-from ..llm._usage import estimate_tokens
 from ..snapshot import parse_outline
 from ._tools import SCROLL_DID_NOT_MOVE
 

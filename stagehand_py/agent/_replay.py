@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .._actions import substitute
 from .._cache import ElementIdentity
 from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
-from .._operations._identity import identity_in
+from .._operations._heal import identity_in
 from .._secrets import VariableSet
 from ..llm import Usage
 from ._recording import RecordedStep, ReplayReport, RunRecording, StepReplay, StepStatus

@@ -24,7 +24,7 @@ from weakref import WeakKeyDictionary
 from pydantic import BaseModel
 
 from .._errors import ActionFailedError, InvalidArgumentError
-from .._operations._identity import identity_in
+from .._operations._heal import identity_in
 from .._secrets import VariableSet
 from .._types import Action, ActResult
 from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic

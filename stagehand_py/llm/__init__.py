@@ -13,7 +13,8 @@ Usage::
     result.output, result.usage, client.metrics
 """
 
-from .._usage import Usage
+from .._secrets import REDACTED, Redactor
+from .._usage import Metrics, Usage, UsageLimits
 from ._client import GenerateResult, LLMClient
 from ._hooks import BLOCK_ENV_VAR, CapturedCall
 from ._messages import (
@@ -41,10 +42,8 @@ from ._profiles import (
     llama_cpp_server_profile,
 )
 from ._providers._local import LocalModel, release_local_models
-from ._redact import REDACTED, Redactor
 from ._request import ComputerTool, LanguageModel, LLMRequest, ModelResponse, ProviderTool
 from ._retry import RetryPolicy
-from ._usage import Metrics, UsageLimits
 
 __all__ = [
     "LLMClient",

@@ -28,7 +28,8 @@ from .._errors import (
     StagehandError,
 )
 from .._prompts.llm import reask_message
-from .._usage import Usage
+from .._secrets import Redactor
+from .._usage import Metrics, Usage, UsageLimits
 from ..tracing._spans import traced_model_request
 from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
 from ._inference_log import InferenceLog
@@ -42,11 +43,9 @@ from ._pricing import USER_PRICE_SOURCE, ModelPrice, price_with_source
 from ._profiles import OutputMode, Profile, Timing, default_profile
 from ._providers._common import HTTPProviderModel, env_var_for, key_env_vars
 from ._providers._local import LocalModel
-from ._redact import Redactor
 from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool, estimate_input_tokens
 from ._retry import RetryPolicy, call_with_retries
 from ._structured import InvalidOutput, OutputSpec
-from ._usage import Metrics, UsageLimits
 
 __all__ = ["LLMClient", "GenerateResult", "resolve_model"]
 

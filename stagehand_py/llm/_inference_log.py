@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .._secrets import REDACTED, Redactor
 from ._messages import ImagePart, TextPart, ToolResultPart
-from ._redact import REDACTED, Redactor
 from ._request import LLMRequest, ModelResponse
 
 __all__ = ["InferenceLog", "request_record"]

@@ -12,9 +12,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._usage import Usage
+from .._usage import Usage, estimate_tokens
 from ._messages import ImagePart, Message, ToolCallPart, ToolResultPart, message_text
-from ._usage import estimate_tokens
 
 __all__ = [
     "LLMRequest",

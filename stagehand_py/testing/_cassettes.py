@@ -29,8 +29,8 @@ import httpx2
 
 from .._errors import CassetteError
 from .._prompts.common import FENCE_NONCE
+from .._secrets import Redactor
 from ..llm._hooks import active_transport
-from ..llm._redact import Redactor
 from ..llm._request import LanguageModel, LLMRequest, ModelResponse
 
 __all__ = ["Cassette", "CassetteMode", "use_cassette", "SCRUBBED_HEADERS"]

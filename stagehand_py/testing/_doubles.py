@@ -16,10 +16,9 @@ import jsonschema
 from pydantic import BaseModel
 
 from .._errors import TestDoubleError
-from .._usage import Usage
+from .._usage import Usage, estimate_tokens
 from ..llm._messages import message_text
 from ..llm._request import LLMRequest, ModelResponse
-from ..llm._usage import estimate_tokens
 
 __all__ = ["FunctionLLM", "ScriptedLLM", "Answer"]
 

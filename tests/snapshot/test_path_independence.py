@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from stagehand_py import Snapshot, Stagehand, measure_dom_confidence
-from stagehand_py._operations._identity import identity_in
+from stagehand_py._operations._heal import identity_in
 from stagehand_py._secrets import VariableSet
 from stagehand_py._vision._annotate import actionable_ids
 from stagehand_py.agent.hygiene import page_signature

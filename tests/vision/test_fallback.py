@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from stagehand_py._errors import ConfigurationError, InvalidArgumentError
-from stagehand_py._operations._vision import plan_requests
+from stagehand_py._operations._pipeline import plan_requests
 from stagehand_py._stagehand import Stagehand
 from stagehand_py.llm import ImagePart, LLMRequest, Profile
 from stagehand_py.llm._messages import message_text
