@@ -29,8 +29,13 @@ removed from the page before it reaches the browser, in an isolated world, and a
 ``Speculation-Rules`` response header is taken out (see ``_speculation``); each address a rule
 set asked for outside the allowlist is recorded (``kind="speculation"``). Rule sets the remover
 cannot reach (inside a shadow root, or written by an opener into a new window's first document)
-are recorded from the browser's ``Preload`` events; their prefetch still leaves (a known gap,
-docs/security.md).
+are refused by the browser itself: every document of the context arrives with a
+``Connection-Allowlist`` header that lists the allowlist (Chromium 152+; set by the route, and by
+the browser-level interception for a document at the end of a redirect chain), and they are
+recorded from the browser's ``Preload`` events. That header also makes Chromium refuse the
+document's other connections elsewhere before a route sees them; those are recorded from the
+context's failed-request events (``net::ERR_NETWORK_ACCESS_REVOKED``). On an older browser the
+header is left out, with a warning: such a prefetch still leaves (docs/security.md).
 
 Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
 ``"127.0.0.1:8080"`` (host and port), ``"https://*.example.com"`` (scheme too). ``data:``,
@@ -40,22 +45,27 @@ Patterns: ``"example.com"`` (that host), ``"*.example.com"`` (subdomains only),
 from __future__ import annotations
 
 import asyncio
+import base64
 import fnmatch
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import InvalidArgumentError
 from .._util import normal_host, resolve_url, url_parts
 from ._speculation import (
-    BINDING as SPECULATION_BINDING,
-)
-from ._speculation import (
+    ALLOWLIST_HEADER,
     REMOVER_SOURCE,
     RULES_HEADER,
     STOP_SOURCE,
+    allowlist_enforced,
+    connection_allowlist,
     header_rule_sets,
     speculation_targets,
+)
+from ._speculation import (
+    BINDING as SPECULATION_BINDING,
 )
 from ._speculation import (
     WORLD as SPECULATION_WORLD,
@@ -69,6 +79,13 @@ logger = logging.getLogger("stagehand_py")
 _LOCAL_SCHEMES = ("data", "blob", "about", "chrome-error")
 #: Seconds to wait for a page's frame tree when telling whose request a frame made.
 _FRAME_TREE_TIMEOUT = 5.0
+#: How Chromium fails a connection a document's ``Connection-Allowlist`` refuses.
+_REFUSED_BY_ALLOWLIST = "net::ERR_NETWORK_ACCESS_REVOKED"
+
+
+def _origin(url: str) -> str:
+    parts = url_parts(url)
+    return f"{parts.scheme}://{parts.host}:{parts.port}" if parts is not None else url
 
 
 def _parse_pattern(pattern: str) -> tuple[str | None, str, str | None]:
@@ -113,6 +130,8 @@ class DomainGuard:
         for p in patterns:
             _parse_pattern(p)  # fail early on a bad pattern
         self.patterns = list(patterns)
+        # The header every document of the context gets, when the browser enforces it (install()).
+        self._allowlist: str | None = None
         self._redact = redact  # a blocked URL may carry a secret (a GET form): logs get it redacted
         self._main_page = main_page
         self._context = main_page.context
@@ -129,12 +148,19 @@ class DomainGuard:
         self._main_frame_id = ""
         self._frames: set[str] = set()
         self._tabs: set[str] = set()
+        # Error pages for addresses outside the allowlist, and the documents blocked and recorded, per
+        # origin (an error page after a redirect shows the origin only): an error page beyond those
+        # records is a load the header refused unseen.
+        self._error_pages: set[str] = set()  # loader ids already counted
+        self._error_page_count: Counter[str] = Counter()
+        self._document_blocks: Counter[str] = Counter()
 
     def allows(self, url: str) -> bool:
         return url_allowed(url, self.patterns)
 
     async def install(self) -> None:
         self._installed = True
+        self._allowlist = self._connection_allowlist()
         for page in self._context.pages:
             await self._watch_page(page)
         main = self._page_sessions.get(self._main_page)
@@ -145,12 +171,24 @@ class DomainGuard:
         await self._context.route("**/*", self._handle)
         await self._context.route_web_socket(lambda url: True, self._handle_web_socket)
         self._context.on("page", self._on_page)
+        self._context.on("requestfailed", self._on_request_failed)
+
+    def _connection_allowlist(self) -> str | None:
+        browser = self._context.browser
+        version = str(browser.version) if browser is not None else ""
+        if allowlist_enforced(version):
+            return connection_allowlist([_parse_pattern(p) for p in self.patterns])
+        logger.warning("allowed_domains: this browser (%s) does not enforce Connection-Allowlist (Chromium 152+): "
+                       "speculation rules in a shadow root, or written by an opener into a new window, can still "
+                       "prefetch from another host (recorded, not stopped)", version or "version unknown")
+        return None
 
     async def uninstall(self) -> None:
         if not self._installed:
             return
         self._installed = False
         self._context.remove_listener("page", self._on_page)
+        self._context.remove_listener("requestfailed", self._on_request_failed)
         await self.sweep()
         await self._stop_watching()
         try:
@@ -170,6 +208,8 @@ class DomainGuard:
         parts = url_parts(url)
         item = BlockedRequest(url=parts.href if parts is not None else url, kind=kind, resource_type=resource_type)
         self.blocked.append(item)
+        if kind in ("navigation", "popup") and resource_type == "document":
+            self._document_blocks[_origin(item.url)] += 1
         self._unread += 1
         logger.info("allowed_domains: blocked %s %s", kind, self._redact(url))
         return item
@@ -219,10 +259,63 @@ class DomainGuard:
 
     async def _intercept(self, session: Any) -> None:
         session.on("Fetch.requestPaused", lambda event: self._on_paused(session, event))
-        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+        await session.send("Fetch.enable", {"patterns": [
+            {"urlPattern": "*", "requestStage": "Request"},
+            # A document that arrives after a redirect never passed the route: its headers are set here.
+            {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]})
 
     def _on_paused(self, session: Any, event: dict[str, Any]) -> None:
-        self._later(self._decide_hop(session, event))
+        if "responseStatusCode" in event or "responseErrorReason" in event:
+            self._later(self._set_document_headers(session, event))
+        else:
+            self._later(self._decide_hop(session, event))
+
+    async def _set_document_headers(self, session: Any, event: dict[str, Any]) -> None:
+        request_id = event["requestId"]
+        url = str(event.get("request", {}).get("url", ""))
+        try:
+            if "responseStatusCode" not in event:  # the network failed: the browser shows its own error
+                await session.send("Fetch.continueRequest", {"requestId": request_id})
+                return
+            headers = [(str(h["name"]), str(h["value"])) for h in event.get("responseHeaders") or []]
+            status = int(event["responseStatusCode"])
+            # A redirect's headers make no document: only the response that commits one is changed.
+            ours = not 300 <= status < 400 and await self._is_ours(session, str(event.get("frameId", "")))
+            rewritten = self._response_headers(headers, url, document=True) if ours else None
+            if rewritten is None:
+                await session.send("Fetch.continueResponse", {"requestId": request_id})
+                return
+            # Fulfilled, not continued with new headers: Chromium reads a document's policies from
+            # the headers the network gave unless the response is fulfilled (measured: a
+            # Connection-Allowlist added by Fetch.continueResponse is not enforced).
+            body = await session.send("Fetch.getResponseBody", {"requestId": request_id})
+            data = str(body.get("body", ""))
+            fulfilled: dict[str, Any] = {
+                "requestId": request_id, "responseCode": status,
+                "responseHeaders": [{"name": n, "value": v} for n, v in rewritten],
+                "body": data if body.get("base64Encoded") else base64.b64encode(data.encode()).decode("ascii")}
+            if event.get("responseStatusText"):
+                fulfilled["responsePhrase"] = event["responseStatusText"]
+            await session.send("Fetch.fulfillRequest", fulfilled)
+        except Exception as exc:  # the request or the browser went away meanwhile
+            logger.debug("allowed_domains: passing the document %s failed: %s", self._redact(url), self._redact(str(exc)))
+
+    def _response_headers(self, headers: list[tuple[str, str]], url: str, *, document: bool) -> list[tuple[str, str]] | None:
+        """The headers the browser gets for a response the guard lets through: a
+        ``Speculation-Rules`` header taken out (the rule sets it names recorded), and a document's
+        ``Connection-Allowlist`` set to the allowlist, replacing one the site sent (Chromium
+        enforces only the first list); None when nothing changes."""
+        kept: list[tuple[str, str]] = []
+        for name, value in headers:
+            lower = name.lower()
+            if lower == RULES_HEADER:  # rules the remover never sees
+                for rule_set in header_rule_sets(value, url):
+                    self.record(rule_set, "speculation", "speculation-rules header")
+            elif not (document and self._allowlist is not None and lower == ALLOWLIST_HEADER):
+                kept.append((name, value))
+        if document and self._allowlist is not None:
+            kept.append((ALLOWLIST_HEADER, self._allowlist))
+        return kept if kept != headers else None
 
     def _later(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
@@ -279,7 +372,7 @@ class DomainGuard:
 
     # --- each page: speculation rules removed, prerendering off, attempts recorded -----------
 
-    async def _watch_page(self, page: Any) -> None:
+    async def _watch_page(self, page: Any, *, opened: bool = False) -> None:
         if page in self._page_sessions or page.is_closed():
             return
         try:
@@ -288,7 +381,11 @@ class DomainGuard:
             session.on("Preload.prefetchStatusUpdated", lambda e: self._on_speculation(e, "prefetch"))
             session.on("Preload.prerenderStatusUpdated", lambda e: self._on_speculation(e, "prerender"))
             session.on("Runtime.bindingCalled", self._on_rules_removed)
+            session.on("Page.frameNavigated", lambda e: self._on_error_page(page, e.get("frame", {})))
+            page.on("framenavigated", self._on_frame_navigated)
             await session.send("Page.enable")
+            if opened:  # a new tab the header refused shows its error page before the guard attaches to it
+                self._on_error_page(page, (await session.send("Page.getFrameTree"))["frameTree"]["frame"])
             await session.send("Page.setPrerenderingAllowed", {"isAllowed": False})
             await session.send("Runtime.enable")  # a binding reaches an isolated world only with Runtime on
             await session.send("Runtime.addBinding", {"name": SPECULATION_BINDING, "executionContextName": SPECULATION_WORLD})
@@ -301,6 +398,44 @@ class DomainGuard:
         except Exception as exc:  # a page closing meanwhile, or a browser without these commands
             logger.warning("allowed_domains: cannot watch the page %s (speculative loads, redirect hops): %s",
                            self._redact(page.url), self._redact(str(exc)))
+
+    def _on_error_page(self, page: Any, frame: dict[str, Any]) -> None:
+        """A frame showing the browser's error page for an address outside the allowlist. A load the
+        header refused reaches no route and gives no failed-request event (a navigation, a frame, a
+        new tab): counted here, and recorded unless the route or the interception recorded it."""
+        url, loader = str(frame.get("unreachableUrl") or ""), str(frame.get("loaderId", ""))
+        if not url or not self._installed or self.allows(url) or loader in self._error_pages:
+            return
+        self._error_pages.add(loader)
+        origin = _origin(url)
+        self._error_page_count[origin] += 1
+        if self._error_page_count[origin] <= self._document_blocks[origin]:
+            return  # blocked by the route or the interception, and recorded there
+        kind = "navigation" if frame.get("parentId") or page is self._main_page else "popup"
+        self.record(url, kind, "document")
+        if kind == "popup":
+            self._popup_blocked = True
+
+    def _on_frame_navigated(self, frame: Any) -> None:
+        # A cross-site frame's error page is an out-of-process frame: its own DevTools target.
+        if self._installed and frame.parent_frame is not None and frame.url.startswith("chrome-error:"):
+            self._later(self._read_frame_error(frame))
+
+    async def _read_frame_error(self, frame: Any) -> None:
+        try:
+            session = await self._context.new_cdp_session(frame)
+        except Exception:
+            return  # a frame of its parent's process: its page's session reported it
+        try:
+            tree = await session.send("Page.getFrameTree")
+            self._on_error_page(frame.page, {**tree["frameTree"]["frame"], "parentId": "child"})
+        except Exception as exc:  # the frame went away meanwhile
+            logger.debug("allowed_domains: reading a frame's error page failed: %s", self._redact(str(exc)))
+        finally:
+            try:
+                await session.detach()
+            except Exception as exc:
+                logger.debug("allowed_domains: detaching a frame's DevTools session failed: %s", exc)
 
     def _on_rules_removed(self, event: dict[str, Any]) -> None:
         if event.get("name") != SPECULATION_BINDING:
@@ -315,13 +450,18 @@ class DomainGuard:
 
     def _on_speculation(self, event: dict[str, Any], what: str) -> None:
         url = str(event.get("prefetchUrl") or event.get("key", {}).get("url") or "")
-        if self._record_speculation(url, what):
-            # A rule set the remover could not reach (docs/security.md): prerendering is refused,
-            # but Chromium sends the prefetch (a prerender begins with one) from the browser
-            # process, where no route or DevTools interception of this guard can stop it.
+        if not self._record_speculation(url, what):
+            return
+        # A rule set the remover could not reach (docs/security.md). Chromium sends the prefetch
+        # (a prerender begins with one) from the browser process, past every route and DevTools
+        # interception of this guard; the document's Connection-Allowlist refuses it there.
+        if self._allowlist is not None:
+            logger.info("allowed_domains: the page asked the browser to %s %s, outside the allowlist, with rules the "
+                        "guard could not remove; the browser refuses it (Connection-Allowlist)", what, self._redact(url))
+        else:
             logger.warning("allowed_domains: the page asked the browser to %s %s, outside the allowlist, with rules "
-                           "the guard could not remove; the prerender is refused but a prefetch request cannot be "
-                           "stopped", what, self._redact(url))
+                           "the guard could not remove; the prerender is refused but this browser sends the prefetch",
+                           what, self._redact(url))
 
     def _record_speculation(self, url: str, what: str) -> bool:
         """Record a speculative load to another host once per address; whether it was new."""
@@ -340,6 +480,8 @@ class DomainGuard:
                                                         "contextId": world["executionContextId"]})
             except Exception as exc:  # the page closed or is navigating away
                 logger.debug("allowed_domains: ending the speculation-rules remover failed: %s", exc)
+        for page in self._page_sessions:
+            page.remove_listener("framenavigated", self._on_frame_navigated)
         sessions = [self._hops, *self._page_sessions.values()]
         self._hops = None
         self._page_sessions.clear()
@@ -370,15 +512,24 @@ class DomainGuard:
             if target is None or not self.allows(target):
                 await self._block(route, request, target or location)
                 return
-        if RULES_HEADER in response.headers:  # rules the remover never sees: taken out here
-            for rule_set in header_rule_sets(response.headers[RULES_HEADER], request.url):
-                self.record(rule_set, "speculation", "speculation-rules header")
-            headers = {k: v for k, v in response.headers.items() if k.lower() != RULES_HEADER}
-            await route.fulfill(response=response, headers=headers)
+        headers = self._response_headers(list(response.headers.items()), request.url,
+                                         document=request.resource_type == "document")
+        if headers is not None:
+            await route.fulfill(response=response, headers=dict(headers))
             return
         await route.fulfill(response=response)
 
     async def _block(self, route: Any, request: Any, url: str) -> None:
+        self._record_request(request, url)
+        await route.abort("blockedbyclient")
+
+    def _on_request_failed(self, request: Any) -> None:
+        """A connection the browser refused by the document's ``Connection-Allowlist``: it never
+        reached a route or the DevTools interception, so it is recorded from here."""
+        if self._installed and request.failure == _REFUSED_BY_ALLOWLIST and not self.allows(request.url):
+            self._record_request(request, request.url)
+
+    def _record_request(self, request: Any, url: str) -> None:
         kind = "request"
         if request.is_navigation_request():
             try:
@@ -392,12 +543,11 @@ class DomainGuard:
         self.record(url, kind, request.resource_type)
         if kind == "popup":
             self._popup_blocked = True
-        await route.abort("blockedbyclient")
 
     def _on_page(self, page: Any) -> None:
         self._popups.append(page)
         if self._installed:
-            self._later(self._watch_page(page))
+            self._later(self._watch_page(page, opened=True))
 
     async def sweep(self) -> None:
         """Close the tabs that were opened to a blocked address (they show an error or a blank page)."""

