@@ -16,6 +16,7 @@ for minutes are handed out first, the real-model files as one unit; see :data:`L
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -83,6 +84,43 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return xdist_unit(nodeid)
 
     return ModelFilesTogether(config, log)
+
+
+class WorkerTimes:
+    """In the xdist controller: when each worker finished and which files took its time, printed
+    at the end of the run, so a CI log shows whether the two workers ended together (the wall time
+    is the later one) and where a worker's minutes went."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.ended: dict[str, float] = {}
+        self.by_file: dict[str, dict[str, float]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)
+        if node is None:
+            return
+        worker = node.gateway.id
+        self.ended[worker] = time.monotonic() - self.started
+        files = self.by_file.setdefault(worker, {})
+        path = report.nodeid.split("::", 1)[0]
+        files[path] = files.get(path, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.ended:
+            return
+        terminalreporter.section("time per worker")
+        for worker in sorted(self.ended):
+            files = self.by_file[worker]
+            slowest = ", ".join(f"{path} {seconds:.0f} s" for path, seconds in
+                                sorted(files.items(), key=lambda item: -item[1])[:8])
+            terminalreporter.write_line(f"{worker}: last test ended at {self.ended[worker]:.0f} s, "
+                                        f"{sum(files.values()):.0f} s in {len(files)} files; slowest: {slowest}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerTimes(), "stagehand-worker-times")
 
 
 @pytest.fixture(autouse=True)
