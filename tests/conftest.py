@@ -28,7 +28,9 @@ from playwright.async_api import async_playwright
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]
 
-#: Files that run for a minute or more, with an estimate of their seconds on two idle cores:
+#: Files that run for a minute or more, or long for their few tests (which would put them among
+#: the last files handed out, one worker running them alone at the end), with an estimate of their
+#: seconds on two idle cores:
 #: the lead's idle run for the real-model and Ray-start files; the others scaled from their wall
 #: time alone here by mypy's (32 CPU seconds, ~400 s wall at the same load: these shared cores
 #: stretch wall times 10-25x). Only the order matters. xdist hands a worker one unit of work at a
@@ -47,8 +49,12 @@ LONG_FILES = {
     # mypy --strict on a user script, following its imports into the package, cold cache: 52 s of
     # 67 s -n 0 on the loaded cores of 27 Nov, when its two tests put it among the very last files.
     "tests/test_typing.py": 35,
+    # Hypothesis: 30 random pages per path (160 s -n 0 on the loaded cores of 27 Nov).
+    "tests/snapshot/test_snapshot_property.py": 35,
     # A pytest run with pytest-playwright-asyncio (installed alone once: seconds on a fresh clone).
     "tests/plugin/test_playwright_asyncio.py": 20,
+    # Two MCP servers in subprocesses, each with its browser (41 s -n 0 on the loaded cores).
+    "tests/mcp_server/test_mcp_server.py": 10,
 }
 
 #: The files that run the embedded model (2 GB, llama.cpp threads on both cores): one unit of work
