@@ -3,9 +3,10 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k snapshot -x`. Two worker processes
 # (pytest-xdist), each test file kept on one worker so module-scoped servers and clusters start once,
 # the files that run for minutes handed out first and the real-model files kept together on one
-# worker (tests/conftest.py: LONG_FILES, REAL_MODEL_FILES);
+# worker (tests/conftest.py: LONG_FILES, REAL_MODEL_FILES); the log ends with the 30 slowest test
+# phases and each worker's time (when it finished, its slowest files), to see where CI's minutes go.
 # `-n 0` runs in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=30 "$@"

@@ -16,6 +16,7 @@ for minutes are handed out first, the real-model files as one unit; see :data:`L
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -27,7 +28,9 @@ from playwright.async_api import async_playwright
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]
 
-#: Files that run for a minute or more, with an estimate of their seconds on two idle cores:
+#: Files that run for a minute or more, or long for their few tests (which would put them among
+#: the last files handed out, one worker running them alone at the end), with an estimate of their
+#: seconds on two idle cores:
 #: the lead's idle run for the real-model and Ray-start files; the others scaled from their wall
 #: time alone here by mypy's (32 CPU seconds, ~400 s wall at the same load: these shared cores
 #: stretch wall times 10-25x). Only the order matters. xdist hands a worker one unit of work at a
@@ -42,8 +45,16 @@ LONG_FILES = {
     "tests/batch/test_ray_start.py": 80,
     "tests/batch/test_cli_resume.py": 70,
     "tests/batch/test_hostile_batch.py": 70,
-    "tests/plugin/test_playwright_asyncio.py": 60,  # builds its own virtualenv on a fresh clone
     "tests/test_static_checks.py": 35,  # mypy strict, cold cache: 32 CPU seconds
+    # mypy --strict on a user script, following its imports into the package, cold cache: 52 s of
+    # 67 s -n 0 on the loaded cores of 27 Nov, when its two tests put it among the very last files.
+    "tests/test_typing.py": 35,
+    # Hypothesis: 30 random pages per path (160 s -n 0 on the loaded cores of 27 Nov).
+    "tests/snapshot/test_snapshot_property.py": 35,
+    # A pytest run with pytest-playwright-asyncio (installed alone once: seconds on a fresh clone).
+    "tests/plugin/test_playwright_asyncio.py": 20,
+    # Two MCP servers in subprocesses, each with its browser (41 s -n 0 on the loaded cores).
+    "tests/mcp_server/test_mcp_server.py": 10,
 }
 
 #: The files that run the embedded model (2 GB, llama.cpp threads on both cores): one unit of work
@@ -83,6 +94,43 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return xdist_unit(nodeid)
 
     return ModelFilesTogether(config, log)
+
+
+class WorkerTimes:
+    """In the xdist controller: when each worker finished and which files took its time, printed
+    at the end of the run, so a CI log shows whether the two workers ended together (the wall time
+    is the later one) and where a worker's minutes went."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.ended: dict[str, float] = {}
+        self.by_file: dict[str, dict[str, float]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)
+        if node is None:
+            return
+        worker = node.gateway.id
+        self.ended[worker] = time.monotonic() - self.started
+        files = self.by_file.setdefault(worker, {})
+        path = report.nodeid.split("::", 1)[0]
+        files[path] = files.get(path, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.ended:
+            return
+        terminalreporter.section("time per worker")
+        for worker in sorted(self.ended):
+            files = self.by_file[worker]
+            slowest = ", ".join(f"{path} {seconds:.0f} s" for path, seconds in
+                                sorted(files.items(), key=lambda item: -item[1])[:8])
+            terminalreporter.write_line(f"{worker}: last test ended at {self.ended[worker]:.0f} s, "
+                                        f"{sum(files.values()):.0f} s in {len(files)} files; slowest: {slowest}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerTimes(), "stagehand-worker-times")
 
 
 @pytest.fixture(autouse=True)

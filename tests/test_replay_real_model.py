@@ -9,6 +9,7 @@ installs them).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,15 @@ SHOP = """<!doctype html><title>Shop</title><main><h1>Tiny shop</h1>
 <p id=cart>Cart: 0 items</p></main>"""
 
 
-async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[LocalModel]:
+    """One engine for the file, loaded once (as in a user's process; each Stagehand counts its own calls)."""
+    shared = LocalModel(MODEL, n_ctx=8192)
+    yield shared
+    await shared.aclose()
+
+
+async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server, tmp_path: Path, model: LocalModel) -> None:
     from _server import Response
 
     label = {"text": "Add to cart"}
@@ -38,7 +47,6 @@ async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server
         lambda s: call("act", element_id=s.id("button", "Add to cart")),
         call("done", message="added"),
     ])
-    model = LocalModel(MODEL, n_ctx=8192)
     try:
         async with await Stagehand.launch(model=recorder, cache_dir=tmp_path) as sh:
             await sh.page.goto(server.url("replay-real/shop"))
@@ -54,28 +62,23 @@ async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server
             assert await sh.page.inner_text("#cart") == "Cart: 2 items"
     finally:
         route.remove()
-        await model.aclose()
 
 
-async def _expect(claim: str):
-    model = LocalModel(MODEL, n_ctx=8192)
-    try:
-        async with await Stagehand.launch(model=model, token_budget=6000) as sh:
-            await sh.page.set_content(SHOP.replace("{label}", "Add to cart").replace("Cart: 0 items", "Cart: 2 items"))
-            return await sh.expect(claim, raise_on_failure=False)
-    finally:
-        await model.aclose()
+async def _expect(claim: str, model: LocalModel):
+    async with await Stagehand.launch(model=model, token_budget=6000) as sh:
+        await sh.page.set_content(SHOP.replace("{label}", "Add to cart").replace("Cart: 0 items", "Cart: 2 items"))
+        return await sh.expect(claim, raise_on_failure=False)
 
 
-async def test_expect_in_choice_mode_with_the_embedded_model() -> None:
+async def test_expect_in_choice_mode_with_the_embedded_model(model: LocalModel) -> None:
     # The evidence is chosen among the page's lines, numbered, the most relevant to the claim first: the
     # embedded model picks the cart line (it picked the 'Add to cart' button line among every line unranked).
-    verdict = await _expect("the cart shows 2 items")
+    verdict = await _expect("the cart shows 2 items", model)
     assert verdict.passed and verdict.evidence.endswith("StaticText: Cart: 2 items"), verdict
 
 
-async def test_expect_refutes_a_false_claim_with_the_embedded_model() -> None:
+async def test_expect_refutes_a_false_claim_with_the_embedded_model(model: LocalModel) -> None:
     # The model picks the right line but, reading the whole page, said 'yes' to 'the cart is empty' (measured 3
     # times on 26 Nov): the verdict now comes from a second short request about that line alone.
-    wrong = await _expect("the cart is empty")
+    wrong = await _expect("the cart is empty", model)
     assert not wrong.passed and wrong.evidence.endswith("StaticText: Cart: 2 items"), wrong

@@ -30,12 +30,14 @@ def tab_pages(server, cross_server):
 
 
 @pytest_asyncio.fixture(params=["wrapped", "launched"])
-async def make(request, context):
+async def make(request, context, pw):
+    """A Stagehand on the test's own page, or on a Chromium it launches (with the session's
+    Playwright driver: not a Node process per test)."""
     made: list[Stagehand] = []
 
     async def build(**options) -> Stagehand:
         sh = (Stagehand(await context.new_page(), **options) if request.param == "wrapped"
-              else await Stagehand.launch(args=["--disable-quic"], **options))
+              else await Stagehand.launch(args=["--disable-quic"], _playwright=pw, **options))
         made.append(sh)
         return sh
 

@@ -53,13 +53,13 @@ def chooser(plan: list[tuple[str, str]], seen: list[LLMRequest]) -> FunctionLLM:
 
 
 @pytest.fixture(params=["wrapped", "launched"])
-async def make_stagehand(request: pytest.FixtureRequest, page: Any) -> AsyncIterator[Any]:
+async def make_stagehand(request: pytest.FixtureRequest, page: Any, pw: Any) -> AsyncIterator[Any]:
     made: list[Stagehand] = []
 
     async def make(model: Any) -> Stagehand:
         if request.param == "wrapped":
             return Stagehand(page, model=model)
-        sh = await Stagehand.launch(model=model)
+        sh = await Stagehand.launch(model=model, _playwright=pw)  # its own Chromium, the session's Playwright driver
         made.append(sh)
         return sh
 

@@ -77,15 +77,16 @@ def routes(server):
 
 
 @pytest_asyncio.fixture(params=["wrapped", "launched"])
-async def make(request, context):
-    """Builds the Stagehand under test: on the test's own page, or on a browser it launches."""
+async def make(request, context, pw):
+    """Builds the Stagehand under test: on the test's own page, or on a browser it launches (with
+    the session's Playwright driver: not a Node process per test)."""
     made: list[Stagehand] = []
 
     async def build(**options) -> Stagehand:
         if request.param == "wrapped":
             sh = Stagehand(await context.new_page(), **options)
         else:
-            sh = await Stagehand.launch(args=["--disable-quic"], **options)
+            sh = await Stagehand.launch(args=["--disable-quic"], _playwright=pw, **options)
         made.append(sh)
         return sh
 

@@ -1,5 +1,9 @@
 """Both ways a Stagehand gets its page: one the user launched (``Stagehand(page=page)``) and one
-Stagehand launched itself. Tests that take ``make_stagehand`` run on both."""
+Stagehand launched itself. Tests that take ``make_stagehand`` run on both.
+
+A launched Stagehand starts its own Chromium (its flags, its init scripts, its direct CDP
+connection) with the session's Playwright driver (``_playwright``, as the sync API does): starting
+a Playwright driver per test is a Node process per test, which nothing here is about."""
 
 from __future__ import annotations
 
@@ -15,14 +19,14 @@ def page_path(request) -> str:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def make_stagehand(page_path, context):
+async def make_stagehand(page_path, context, pw):
     """``await make_stagehand(**options)``: a Stagehand on a fresh page, by ``page_path``; all
     are closed after the test."""
     made: list[Stagehand] = []
 
     async def make(**options) -> Stagehand:
         if page_path == "launched":
-            stagehand = await Stagehand.launch(**options)
+            stagehand = await Stagehand.launch(_playwright=pw, **options)
         else:
             stagehand = Stagehand(await context.new_page(), **options)
         made.append(stagehand)

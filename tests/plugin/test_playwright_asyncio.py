@@ -1,10 +1,14 @@
-"""The `stagehand` fixture on pytest-playwright-asyncio's `page`, in an environment of its own.
+"""The `stagehand` fixture on pytest-playwright-asyncio's `page`, in a pytest run of its own.
 
-pytest-playwright-asyncio and pytest-playwright both define `page` and cannot share one
-environment, so this builds a second virtualenv (`.venv-playwright-asyncio`, beside `.venv`,
-kept between runs) with stagehand_py and pytest-playwright-asyncio, then runs a scratch project in
-it: the `stagehand` fixture must wrap the plugin's own async `page` (the same object the test
-gets), on Debian's Chromium.
+pytest-playwright-asyncio and pytest-playwright both define `page` and cannot be active in one
+pytest run. The dev extra installs pytest-playwright, so the plugin under test is installed
+(`pip install --no-deps --target`, its dependencies are the dev extra's own) into a folder beside
+`.venv` (`.playwright-asyncio-plugin`, kept between runs) and put on the path of a pytest run on
+a scratch project where pytest-playwright is turned off (`-p no:playwright`, as the project's own
+run does). pytest loads pytest-playwright-asyncio through its entry point, as in a user's
+environment; the `stagehand` fixture must wrap the plugin's own async `page` (the same object
+the test gets), on Debian's Chromium. (A second virtualenv with a full `pip install -e .` cost CI
+about 90 s more on a fresh clone, for nothing this test checks.)
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-VENV = ROOT / ".venv-playwright-asyncio"
-PYTHON = VENV / "bin" / "python"
+PLUGIN_DIR = ROOT / ".playwright-asyncio-plugin"
 
 PROJECT_TEST = '''
 import pytest
@@ -31,7 +34,10 @@ def browser_type_launch_args(browser_type_launch_args):
             "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]}
 
 @pytest.mark.stagehand(model=FunctionLLM(lambda r: {"data": {"heading": "Hello"}, "instruction_satisfied": True}))
-async def test_wraps_the_plugins_page(stagehand, page):
+async def test_wraps_the_plugins_page(stagehand, page, pytestconfig):
+    # The plugin came in through its entry point; pytest-playwright's sync `page` is not active.
+    plugins = pytestconfig.pluginmanager
+    assert plugins.has_plugin("playwright-asyncio") and not plugins.has_plugin("playwright")
     assert isinstance(stagehand, Stagehand) and stagehand.page is page
     await page.set_content("<h1>Hello</h1>")
     assert "heading: Hello" in (await stagehand.snapshot()).tree
@@ -46,24 +52,23 @@ asyncio_default_test_loop_scope = session
 """
 
 
-def _environment() -> Path:
-    if not PYTHON.exists() or subprocess.run([str(PYTHON), "-c", "import pytest_playwright_asyncio, stagehand_py"],
-                                             capture_output=True).returncode != 0:
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=300)
-        install = subprocess.run([str(PYTHON), "-m", "pip", "install", "-q", "-e", str(ROOT), "pytest-playwright-asyncio"],
-                                 capture_output=True, text=True, timeout=900)
+def _plugin_dir() -> Path:
+    """The folder pytest-playwright-asyncio is installed in (once; a seconds-long install)."""
+    if not list(PLUGIN_DIR.glob("pytest_playwright_asyncio-*.dist-info/entry_points.txt")):  # pip writes it last
+        install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(PLUGIN_DIR),
+                                  "pytest-playwright-asyncio"], capture_output=True, text=True, timeout=600)
         if install.returncode != 0:
-            pytest.fail(f"could not build {VENV}: {install.stderr[-2000:]}")
-    return PYTHON
+            pytest.fail(f"could not install pytest-playwright-asyncio into {PLUGIN_DIR}: {install.stderr[-2000:]}")
+    return PLUGIN_DIR
 
 
 def test_stagehand_fixture_on_pytest_playwright_asyncio_page(tmp_path: Path) -> None:
-    python = _environment()
+    plugin_dir = _plugin_dir()
     (tmp_path / "test_async_page.py").write_text(PROJECT_TEST, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text(INI, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "PYTEST_"))}
-    env["PYTHONPATH"] = str(ROOT)  # this checkout's stagehand_py, whichever the venv was built from
-    done = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(plugin_dir)])  # this checkout's stagehand_py, and the plugin
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:playwright", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout

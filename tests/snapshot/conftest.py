@@ -21,9 +21,11 @@ def snapshot_path(request) -> str:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def sh(snapshot_path, context):
-    # A fresh page per test either way: frame ordinals are kept for a page's lifetime.
-    stagehand = await Stagehand.launch() if snapshot_path == "launched" else Stagehand(await context.new_page())
+async def sh(snapshot_path, context, pw):
+    # A fresh page per test either way: frame ordinals are kept for a page's lifetime. A launched
+    # Stagehand starts its own Chromium with the session's Playwright driver (not a Node process per test).
+    stagehand = (await Stagehand.launch(_playwright=pw) if snapshot_path == "launched"
+                 else Stagehand(await context.new_page()))
     yield stagehand
     await stagehand.close()
 

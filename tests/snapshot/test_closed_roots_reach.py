@@ -30,9 +30,9 @@ def _model(request):
 
 
 @pytest.fixture(params=["wrapped-after-load", "launched"])
-async def loaded(request, context, server):
-    if request.param == "launched":
-        stagehand = await Stagehand.launch(model=FunctionLLM(_model))
+async def loaded(request, context, server, pw):
+    if request.param == "launched":  # its own Chromium, the session's Playwright driver
+        stagehand = await Stagehand.launch(model=FunctionLLM(_model), _playwright=pw)
         await load(stagehand.page, server.url("closed_frames.html"))
     else:
         page = await context.new_page()

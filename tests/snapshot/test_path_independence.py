@@ -23,12 +23,13 @@ PAGES = ["forms.html", "shadow.html", "closed_frames.html", "cross_site.html", "
          "vision/toolbar.html"]
 
 
-async def _both(context, server, path: str) -> list[tuple[Snapshot, Snapshot]]:
+async def _both(context, pw, server, path: str) -> list[tuple[Snapshot, Snapshot]]:
     """(wrapped, launched) snapshots of ``path``: a cold one, then a warm one."""
     wrapped_page = await context.new_page()
     await load(wrapped_page, server.url(path))  # the user's page: loaded before the Stagehand existed
     pairs = []
-    async with Stagehand(wrapped_page) as wrapped, await Stagehand.launch() as launched:
+    # The launched one: its own Chromium, with the session's Playwright driver (not a Node process per test).
+    async with Stagehand(wrapped_page) as wrapped, await Stagehand.launch(_playwright=pw) as launched:
         await load(launched.page, server.url(path))
         for _ in range(2):  # the warm one: the per-document ids stay put on both paths
             pairs.append((await wrapped.snapshot(confidence=True), await launched.snapshot(confidence=True)))
@@ -36,8 +37,8 @@ async def _both(context, server, path: str) -> list[tuple[Snapshot, Snapshot]]:
 
 
 @pytest.mark.parametrize("path", PAGES)
-async def test_a_wrapped_page_and_a_launched_one_give_the_same_snapshot(context, server, path) -> None:
-    for wrapped, launched in await _both(context, server, path):
+async def test_a_wrapped_page_and_a_launched_one_give_the_same_snapshot(context, pw, server, path) -> None:
+    for wrapped, launched in await _both(context, pw, server, path):
         assert wrapped.tree == launched.tree  # ids included: no normalising
         assert dict(wrapped.xpath_map) == dict(launched.xpath_map)
         assert dict(wrapped.url_map) == dict(launched.url_map)
@@ -51,9 +52,9 @@ async def test_a_wrapped_page_and_a_launched_one_give_the_same_snapshot(context,
                 assert identity_in(wrapped, selector, VariableSet.of(None)) == identity_in(launched, selector, VariableSet.of(None)) is not None
 
 
-async def test_control_the_comparison_sees_one_changed_line(context, server) -> None:
+async def test_control_the_comparison_sees_one_changed_line(context, pw, server) -> None:
     """Control: one extra button on one side changes the signature and the element list."""
-    (wrapped, launched), _ = await _both(context, server, "forms.html")
+    (wrapped, launched), _ = await _both(context, pw, server, "forms.html")
     assert page_signature(wrapped.url, wrapped.tree) == page_signature(launched.url, launched.tree)
     page = await context.new_page()
     await load(page, server.url("forms.html"))
