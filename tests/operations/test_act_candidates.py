@@ -1,0 +1,97 @@
+"""An act's candidates fit its instruction: an open group's toggle is not offered when the
+instruction names an element inside the group.
+
+On the Django admin book list the embedded 1.5B model, asked to "Filter the list to books that
+are not in stock", picked the "By in stock" disclosure (its words match the instruction) over
+the "No" link under it, offered first, and said the click opens options: the click closed the
+group and the act failed (benchmarks/local_big_page_acts.py, both page kinds). The group is open,
+so its toggle could only close it: it is no longer a choice. The scripted model here does what
+the real one did: it takes the toggle whenever it is offered.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from _server import Response
+
+from stagehand_py._operations._relevance import closing_toggles
+from stagehand_py.llm import LLMClient, LLMRequest
+from stagehand_py.testing import FunctionLLM
+
+from .test_choice_mode import enum_of
+from .test_sections import INSTRUCTION, _changelist
+
+FILTER = """\
+[0-1] navigation: Filter
+  [0-2] heading: Filter
+  [0-3] group [expanded]
+    [0-4] button: By genre
+    [0-5] list
+      [0-6] link: All
+      [0-7] link: Poetry
+  [0-13] group [expanded]
+    [0-8] button: By in stock
+    [0-9] list
+      [0-10] link: Yes
+      [0-11] link: No
+  [0-20] button: Columns
+  [0-21] list
+    [0-22] link: No"""
+
+
+def test_the_toggle_of_an_open_group_whose_member_the_instruction_names_is_closing() -> None:
+    lines = FILTER.split("\n")
+    assert closing_toggles(lines, INSTRUCTION) == {"0-8"}
+    assert closing_toggles(lines, "show only the Poetry books") == {"0-4"}
+    # The instruction names the group, not a member: its toggle stays a choice.
+    assert closing_toggles(lines, "collapse the By in stock filter") == set()
+    assert closing_toggles(lines, "click the in stock filter") == set()
+    # A button before a list that is not a disclosure (no [expanded]) is never left out.
+    assert "0-20" not in closing_toggles(lines, "click No in the columns list")
+    assert closing_toggles(lines, "") == set()
+
+
+def toggle_taker(offered: list[list[str]]):
+    """The real model's habit: the group's toggle when offered (saying it opens options), else
+    the "No" under "By in stock"."""
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        choices = enum_of(request)
+        offered.append(choices)
+        toggle = [c for c in choices if c.startswith("button: By in stock")]
+        wanted = toggle or [c for c in choices if c.startswith("link: No (By in stock)")]
+        return {"elements": [{"element": wanted[0], "method": "click", "arguments": []}],
+                "opens_options": bool(toggle)}
+
+    return model
+
+
+@pytest.mark.parametrize("rows", [400, 6], ids=["page-in-parts", "page-whole"])
+async def test_not_in_stock_clicks_the_no_link_not_the_groups_toggle(make_stagehand, server, rows):
+    offered: list[list[str]] = []
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(toggle_taker(offered)), choice_mode=True),
+                              token_budget=6000, dom_settle_timeout=0.5)
+    with server.route("/books/", lambda req: Response.html(_changelist(rows))):
+        await sh.page.goto(server.url("books/"))
+        result = await sh.act(INSTRUCTION, vision=False)
+    assert result.success, result.message
+    assert parse_qs(urlsplit(sh.page.url).query) == {"in_stock": ["0"]}
+    assert not any(c.startswith("button: By in stock") for c in offered[0]), offered[0][:8]
+    assert any(c.startswith("button: By genre") for c in offered[0])  # a group the instruction does not name
+
+
+async def test_control_an_instruction_about_the_group_itself_is_offered_its_toggle(make_stagehand, server):
+    """Without the rule (or when the instruction names the group) the toggle is offered, and the
+    toggle-taking model closes the group: what the rule prevents above."""
+    offered: list[list[str]] = []
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(toggle_taker(offered)), choice_mode=True),
+                              token_budget=6000, dom_settle_timeout=0.5)
+    with server.route("/books/", lambda req: Response.html(_changelist(6))):
+        await sh.page.goto(server.url("books/"))
+        await sh.act("collapse the By in stock filter", vision=False)
+    assert any(c.startswith("button: By in stock") for c in offered[0])
+    stock_open = "[...document.querySelectorAll('details')].find(d => d.textContent.includes('By in stock')).open"
+    assert await sh.page.evaluate(stock_open) is False
+    assert "in_stock" not in parse_qs(urlsplit(sh.page.url).query)
