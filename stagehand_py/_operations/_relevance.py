@@ -103,25 +103,27 @@ def sections(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[s
 
 def closing_toggles(lines: Sequence[str], instruction: str | None) -> set[str]:
     """Ids of open disclosures' toggles (a ``<summary>``, a button ``[expanded]``) that an act on
-    ``instruction`` should not be offered: the instruction names an actionable element of the
-    group the toggle shows, by a word of that element's own name the toggle's name lacks ("not in
-    stock": the "No" under "By in stock"). The group is open, so clicking its toggle could only
-    close it; a small model picks the toggle for the words they share."""
+    ``instruction`` should not be offered: all of them when the instruction names an actionable
+    element inside an open group, by a word of that element's own name its group's toggle lacks
+    ("not in stock": the "No" under "By in stock"). The instruction then asks for a value, not a
+    group; an open group's toggle could only close it, and a small model picks one for the words
+    the toggles share with the instruction ("filter" for every group of a filter sidebar)."""
     wanted = ranking_terms(instruction or "")
     if not wanted:
         return set()
     walked = _walk(lines)
     names = {element.id: element.name for element, _, _ in walked if element is not None}
-    closing: set[str] = set()
+    toggles_seen: set[str] = set()
+    value_named = False
     for element, _, toggles in walked:
-        if element is None or not element.actionable or not toggles:
+        if element is None or not toggles:
             continue
-        own = set(ranking_terms(element.name))
-        named = [term for term in wanted if _matches(term, own)]
-        for toggle in toggles:
-            if any(not _matches(term, set(ranking_terms(names[toggle]))) for term in named):
-                closing.add(toggle)
-    return closing
+        toggles_seen.update(toggles)
+        if not element.actionable or value_named:
+            continue
+        named = [term for term in wanted if _matches(term, set(ranking_terms(element.name)))]
+        value_named = any(not _matches(term, set(ranking_terms(names[toggles[0]]))) for term in named)
+    return toggles_seen if value_named else set()
 
 
 def _matches(term: str, words: set[str]) -> bool:
