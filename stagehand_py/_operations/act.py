@@ -24,7 +24,7 @@ from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence
 from .._secrets import VariableSet
 from .._types import Action, ActResult
-from ._answers import VALUE_ARGUMENTS, check_elements
+from ._answers import VALUE_ARGUMENTS, as_instruction_gives, check_elements
 from ._context import OperationContext
 from ._heal import replay, run_action, run_checked
 from ._identity import remember
@@ -78,7 +78,8 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 
     def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
         opens.append(out.opens_options)
-        return check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
+        problems, actions = check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
+        return problems, as_instruction_gives(actions, instruction)
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
     answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
