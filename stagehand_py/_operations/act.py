@@ -5,7 +5,8 @@
   the page changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 - Custom dropdowns, menus and other two-step controls: when the model says its click opens
   options, the page is read again after the click, the outlines are diffed, and the model
-  picks among the elements that appeared or changed only. The element just clicked is never
+  picks among the elements that appeared or changed only (unless the click loaded another page:
+  then it opened nothing, and the act is done). The element just clicked is never
   offered nor accepted again (a second click would close the list, flip a sort back, untick a
   box); when nothing new appeared, the act ends after the one click.
 - An action whose value the instruction did not give (``Action.missing_arguments``) runs only
@@ -154,8 +155,13 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     require_values(action, ctx.variables)
     remember(ctx, page.snapshot, [action])
     dispatched: list[str] = []
+    url = ctx.page.url
     ran, healed = await run_checked(ctx, action, dispatched)  # the page may have changed meanwhile
     done = [ran]
+    if opens and ctx.page.url != url:
+        # The click loaded another page: it opened no options (a small model says so of a filter link).
+        logger.info("act %r: the click on %s loaded %s; no options to choose", instruction, ran.selector, ctx.page.url)
+        opens = False
     if opens:
         option = await _pick_option(ctx, instruction, ran, page.text, descriptions, client.choice_mode)
         if option is None:

@@ -97,3 +97,25 @@ async def test_control_an_instruction_about_the_group_itself_is_offered_its_togg
     stock_open = "[...document.querySelectorAll('details')].find(d => d.textContent.includes('By in stock')).open"
     assert await sh.page.evaluate(stock_open) is False
     assert "in_stock" not in parse_qs(urlsplit(sh.page.url).query)
+
+
+async def test_a_click_that_loads_another_page_opened_no_options(make_stagehand, server):
+    """The embedded model, offered the right "No" link, clicked it but said the click opens
+    options; the act then chose again among the new page's lines and clicked "Yes". A click
+    that loaded another page opened nothing: the act is done after it."""
+    offered: list[list[str]] = []
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        choices = enum_of(request)
+        offered.append(choices)
+        wanted = "link: No (By in stock)" if len(offered) == 1 else "link: Yes (By in stock)"
+        line = next(c for c in choices if c.startswith(wanted))
+        return {"elements": [{"element": line, "method": "click", "arguments": []}], "opens_options": True}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000)
+    with server.route("/books/", lambda req: Response.html(_changelist(6))):
+        await sh.page.goto(server.url("books/"))
+        result = await sh.act(INSTRUCTION, vision=False)
+    assert result.success, result.message
+    assert parse_qs(urlsplit(sh.page.url).query) == {"in_stock": ["0"]}
+    assert len(offered) == 1 and len(result.actions) == 1
