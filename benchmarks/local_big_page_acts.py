@@ -2,6 +2,7 @@
 
     python benchmarks/local_big_page_acts.py                        # both page kinds, all 10 acts
     python benchmarks/local_big_page_acts.py --kinds launched --only "not in stock"
+    python benchmarks/local_big_page_acts.py --dry-run --show-prompt --only "docs search box"   # no model
 
 Ten acts, each judged from outside by the page's state after it (never by the act's own
 ``success``), on both page kinds (a page the user launched and wrapped with ``Stagehand(page)``,
@@ -17,8 +18,11 @@ and one ``Stagehand.launch()`` started), with one loaded model shared by all:
 Each act starts from its own page state (a fresh load, and for the second act of a form the
 value the first one should have typed, typed by Playwright), so one miss does not decide the
 next. The admin runs on a fresh database per run (a temporary sqlite file). Prints one line per
-act (right or wrong, the act's own success, model calls, prompt tokens, cached tokens, seconds)
-and a table per page kind; writes .bench/local_big_page_acts.json.
+act (right or wrong, the act's own success, model calls, prompt tokens, cached tokens, seconds,
+and the action it ran: method, arguments, element) and a table per page kind; writes
+.bench/local_big_page_acts.json. ``--show-prompt`` prints what each request asks after the page's
+outline (the task, the instruction and the choices, each with its section); ``--dry-run`` loads no
+model: a scripted one answers "no element fits", so the prompts can be read in seconds.
 """
 
 from __future__ import annotations
@@ -43,7 +47,10 @@ from _server import StaticServer
 from playwright.async_api import Page, async_playwright
 
 from stagehand_py import Stagehand, StagehandError
-from stagehand_py.llm import LLMClient, LocalModel
+from stagehand_py._prompts.choice import NO_CHOICE
+from stagehand_py.llm import LLMClient, LLMRequest, LocalModel
+from stagehand_py.llm._messages import message_text
+from stagehand_py.testing import FunctionLLM, capture_requests
 
 DOCS = [Path("/usr/share/doc/python3-doc/html"), *Path("/usr/share/doc").glob("python3*/html")]
 
@@ -107,16 +114,35 @@ async def prepare(page: Page, act: BigAct, urls: dict[str, str], book: int) -> N
         await page.locator(selector).fill(value)
 
 
-async def run_act(sh: Stagehand, act: BigAct, kind: str, urls: dict[str, str], book: int) -> Outcome:
+def after_outline(request: LLMRequest) -> str:
+    """The request's last user message after the page's outline (the first fenced block): what
+    this act asks, with its choices."""
+    text = next(message_text(m) for m in reversed(request.messages) if m.role == "user")
+    end = text.find("END UNTRUSTED")
+    return text[text.find("\n", end) + 1:] if end >= 0 else text
+
+
+def answer_none(request: LLMRequest) -> dict[str, object]:
+    """--dry-run's model: no element fits (the act ends without touching the page)."""
+    return {"elements": [{"element": NO_CHOICE, "method": "click", "arguments": []}], "opens_options": False}
+
+
+async def run_act(sh: Stagehand, act: BigAct, kind: str, urls: dict[str, str], book: int, *,
+                  show_prompt: bool = False) -> Outcome:
     await prepare(sh.page, act, urls, book)
     before, started = sh.metrics.total, time.perf_counter()
     success: bool | None = None
-    try:
-        result = await sh.act(act.instruction, vision=False)
-        success, detail = result.success, f"{result.message[:90]}"
-    except StagehandError as exc:
-        detail = f"{type(exc).__name__}: {str(exc)[:110]}"
+    with capture_requests() as calls:
+        try:
+            result = await sh.act(act.instruction, vision=False)
+            ran = "; ".join(f"{a.method}{a.arguments} on {a.description!r} ({a.selector})" for a in result.actions)
+            success, detail = result.success, f"{result.message[:90]} | {ran or 'no action'}"
+        except StagehandError as exc:
+            detail = f"{type(exc).__name__}: {str(exc)[:110]}"
     seconds = time.perf_counter() - started
+    for n, call in enumerate(calls if show_prompt else [], start=1):
+        print(f"--- {kind} {act.name}: request {n} of {len(calls)} ({call.request.purpose}), after the outline:\n"
+              f"{after_outline(call.request)}\n---", flush=True)
     used = sh.metrics.total - before
     await sh.page.wait_for_load_state()
     right = bool(await sh.page.evaluate(act.done))
@@ -155,19 +181,23 @@ async def main(argv: list[str] | None = None) -> int:
                         help="seconds a model request may take (default: the local profile's bound, which a heavily "
                              "loaded machine can exceed; a timed-out prompt is computed again)")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "local_big_page_acts.json")
+    parser.add_argument("--show-prompt", action="store_true",
+                        help="print each request's task, instruction and choices (what follows the page's outline)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no model: a scripted one answers 'no element fits' (to read the prompts quickly)")
     args = parser.parse_args(argv)
     docs = next((p for p in DOCS if (p / "library/json.html").is_file()), None)
     if docs is None:
         parser.error("the Python docs are missing: apt-get install -y python3-doc")
     path = model_path(args.model)
-    model = LocalModel(path, n_ctx=args.n_ctx, timeout=args.timeout)
-    client = LLMClient(model)
+    model = None if args.dry_run else LocalModel(path, n_ctx=args.n_ctx, timeout=args.timeout)
+    client = LLMClient(FunctionLLM(answer_none), choice_mode=True) if model is None else LLMClient(model)
     by_name = {a.name: a for a in ACTS}
     unknown = [name for name in args.only or [] if name not in by_name]
     if unknown:
         parser.error(f"unknown act(s) {unknown}; the acts are {list(by_name)}")
     acts = ACTS if args.only is None else [by_name[name] for name in args.only]  # in the order given
-    print(f"model {path.name}; {load()}", flush=True)
+    print(f"model {'none (dry run)' if model is None else path.name}; {load()}", flush=True)
     outcomes: list[Outcome] = []
     scratch = tempfile.TemporaryDirectory()
     os.environ["BENCH_DJANGO_DB"] = str(Path(scratch.name) / "db.sqlite3")  # a fresh admin: no earlier saves
@@ -191,7 +221,7 @@ async def main(argv: list[str] | None = None) -> int:
                 try:
                     await serve.login(sh.page, base)
                     for act in acts:
-                        o = await run_act(sh, act, kind, urls, book)
+                        o = await run_act(sh, act, kind, urls, book, show_prompt=args.show_prompt)
                         outcomes.append(o)
                         print(f"{kind:8} {act.name:16} {'right' if o.right else 'WRONG':5} success={o.success!s:5} "
                               f"{o.model_calls} call(s) {o.prompt_tokens:5} tok {o.cached_tokens:5} cached "
@@ -204,11 +234,13 @@ async def main(argv: list[str] | None = None) -> int:
         proc.terminate()
         proc.wait(10)
         scratch.cleanup()
-        await model.aclose()
+        if model is not None:
+            await model.aclose()
     print()
     print(table(outcomes, args.kinds))
     print(f"\n{load()} at the end")
-    append_run(args.out, {"model": str(path), "outcomes": [asdict(o) for o in outcomes]})
+    if model is not None:
+        append_run(args.out, {"model": str(path), "outcomes": [asdict(o) for o in outcomes]})
     return 0
 
 

@@ -11,11 +11,16 @@ reasonably answers is taken rather than re-asked:
 - with ``missing_values=True`` (observe, act's planner), ``fill``/``type``/``select_option``/
   ``press`` without the value the instruction did not give are kept: the value becomes a
   ``%placeholder%`` named after the element, listed in ``Action.missing_arguments``, for the
-  caller to fill with ``variables=`` (act refuses to run it before).
+  caller to fill with ``variables=`` (act refuses to run it before);
+- text the instruction gives is typed as it gives it: a ``fill``/``type`` value that is the
+  instruction's text with other case or punctuation around it (``type dumps`` answered
+  ``'.dumps'``: the page's ``json.dumps`` leaked in) becomes the instruction's text
+  (:func:`as_instruction_gives`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 
@@ -26,7 +31,9 @@ from .._prompts.observe import ObservedElement
 from .._types import Action
 from ..snapshot import Snapshot
 
-__all__ = ["VALUE_ARGUMENTS", "check_elements", "element_id", "example_id", "to_action"]
+logger = logging.getLogger("stagehand_py._operations")
+
+__all__ = ["VALUE_ARGUMENTS", "as_instruction_gives", "check_elements", "element_id", "example_id", "to_action"]
 
 _ID = re.compile(r"^\[?\s*(\d+-\d+)\s*\]?$")
 # A native <select>'s option (maybe inside an <optgroup>): the path of the select, then the option.
@@ -155,3 +162,28 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, vari
         actions.append(to_action(snapshot, eid, description=element.description, method=method, arguments=arguments,
                                  missing=missing))
     return problems, actions
+
+
+#: What a small model puts around a value it copies: quotes, dots, brackets, spaces.
+_AROUND = " \t.,;:!?'\"`()[]{}<>"
+
+
+def as_instruction_gives(actions: Sequence[Action], instruction: str) -> list[Action]:
+    """``actions`` with each text value (``fill``, ``type``) that alters what the instruction
+    gives written as the instruction gives it: the value is not in the instruction as written,
+    but without the punctuation around it and read case-blind it is (``type dumps`` answered
+    ``'.dumps'``). A value the instruction does not hold (from the page, a placeholder) is kept."""
+    out = []
+    for action in actions:
+        value = action.arguments[0] if action.method in ("fill", "type") and action.arguments else ""
+        core = value.strip(_AROUND)
+        found = None
+        if core and value not in instruction and not placeholders_in([value]):
+            found = re.search(rf"(?<!\w){re.escape(core)}(?!\w)", instruction, re.IGNORECASE)
+        if found is None:
+            out.append(action)
+            continue
+        logger.info("%s value %r is the instruction's %r altered: typing %r", action.method, value, found.group(0),
+                    found.group(0))
+        out.append(action.model_copy(update={"arguments": [found.group(0), *action.arguments[1:]]}))
+    return out

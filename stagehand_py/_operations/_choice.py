@@ -31,7 +31,7 @@ from .._prompts.observe import ObservedElement
 from ..llm import SystemMessage, UserMessage
 from ..snapshot import SnapshotElement
 from ._budget import prompt_tokens, reask_reserve
-from ._relevance import element_score, ranking_terms, sections
+from ._relevance import closing_toggles, element_score, ranking_terms, sections
 
 __all__ = ["MAX_CHOICES", "ChoiceRequest", "as_choice", "candidates", "elements_from_choices"]
 
@@ -134,9 +134,13 @@ _VALUE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton"})
 
 
 def _fitting(choices: dict[str, str], contexts: dict[str, tuple[SnapshotElement, tuple[str, ...]]],
-             instruction: str | None) -> dict[str, str]:
-    """For an act that fills a field, only the fields that take a value (when the part has any):
+             instruction: str | None, outline: str) -> dict[str, str]:
+    """The act's candidates that fit ``instruction``: no toggle of an open group the instruction
+    names an element of (:func:`~._relevance.closing_toggles`: it could only close that group);
+    for an act that fills a field, only the fields that take a value (when the part has any):
     a small model then chooses among the form's fields, not every link of the page."""
+    closing = closing_toggles(outline.split("\n"), instruction)
+    choices = {line: eid for line, eid in choices.items() if eid not in closing} or choices
     if not instruction or not _FILLS.match(instruction):
         return choices
     fields = {line: eid for line, eid in choices.items()
@@ -180,7 +184,7 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
     if single:  # act: narrowed to the candidates that fit the instruction
-        choices = _fitting(choices, contexts, instruction)
+        choices = _fitting(choices, contexts, instruction, outline)
     choices = _fit(choices, tokens, token_budget - reask_reserve(token_budget), instruction, contexts)
     if not choices:
         raise ConfigurationError(

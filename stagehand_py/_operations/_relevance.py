@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ..snapshot import OutlineChunk, SnapshotElement, parse_line
 
-__all__ = ["claim_score", "element_score", "rank_chunks", "ranking_terms", "sections", "terms"]
+__all__ = ["claim_score", "closing_toggles", "element_score", "rank_chunks", "ranking_terms", "sections", "terms"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words every instruction uses: they say what to do, not where on the page.
@@ -62,35 +62,68 @@ def ranking_terms(text: str) -> list[str]:
     return [w for w in _WORD.findall(_GO_TO.sub(" ", text.lower())) if (len(w) > 1 or w.isdigit()) and w not in _STOP]
 
 
-def sections(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[str, ...]]]:
-    """Per outline line, its element (None for a non-element line) and the labels that give it
-    meaning, nearest first: the names of its ancestors and of a heading or button line just
-    before one of them (``link: No`` -> ``("By in stock", "Filter")``)."""
-    out: list[tuple[SnapshotElement | None, tuple[str, ...]]] = []
-    # The open ancestors: (depth, labels it passes on to its descendants).
-    stack: list[tuple[int, tuple[str, ...]]] = []
+def _walk(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[str, ...], tuple[str, ...]]]:
+    """Per outline line: its element, its section labels (see :func:`sections`) and the ids of the
+    open disclosures' toggles whose group it is in, nearest first (see :func:`closing_toggles`)."""
+    out: list[tuple[SnapshotElement | None, tuple[str, ...], tuple[str, ...]]] = []
+    # The open ancestors: (record, labels, toggles) they pass on to their descendants.
+    stack: list[tuple[SnapshotElement, tuple[str, ...], tuple[str, ...]]] = []
     previous: dict[int, SnapshotElement] = {}  # the last element seen at each depth
     for line in lines:
         element = parse_line(line)
         if element is None:
-            out.append((None, ()))
+            out.append((None, (), ()))
             continue
-        while stack and stack[-1][0] >= element.depth:
+        while stack and stack[-1][0].depth >= element.depth:
             stack.pop()
         for depth in [d for d in previous if d > element.depth]:
             del previous[depth]
-        inherited = stack[-1][1] if stack else ()
+        parent, inherited, toggles = stack[-1] if stack else (None, (), ())
         labels = tuple(label for label in dict.fromkeys(inherited) if label != element.name)[:_MAX_LABELS]
-        out.append((element, labels))
+        out.append((element, labels, toggles))
         own: list[str] = []
         before = previous.get(element.depth)
         if before is not None and before.role in _LABELS and before.name and element.role not in _LABELS:
             own.append(before.name)
+            if before.actionable and "expanded" in (*before.flags, *(parent.flags if parent else ())):
+                toggles = (before.id, *toggles)  # an open disclosure: its summary, then the group it shows
         if element.name:
             own.append(element.name)
-        stack.append((element.depth, (*reversed(own), *inherited)[: _MAX_LABELS + 2]))
+        stack.append((element, (*reversed(own), *inherited)[: _MAX_LABELS + 2], toggles))
         previous[element.depth] = element
     return out
+
+
+def sections(lines: Sequence[str]) -> list[tuple[SnapshotElement | None, tuple[str, ...]]]:
+    """Per outline line, its element (None for a non-element line) and the labels that give it
+    meaning, nearest first: the names of its ancestors and of a heading or button line just
+    before one of them (``link: No`` -> ``("By in stock", "Filter")``)."""
+    return [(element, labels) for element, labels, _ in _walk(lines)]
+
+
+def closing_toggles(lines: Sequence[str], instruction: str | None) -> set[str]:
+    """Ids of open disclosures' toggles (a ``<summary>``, a button ``[expanded]``) that an act on
+    ``instruction`` should not be offered: all of them when the instruction names an actionable
+    element inside an open group, by a word of that element's own name its group's toggle lacks
+    ("not in stock": the "No" under "By in stock"). The instruction then asks for a value, not a
+    group; an open group's toggle could only close it, and a small model picks one for the words
+    the toggles share with the instruction ("filter" for every group of a filter sidebar)."""
+    wanted = ranking_terms(instruction or "")
+    if not wanted:
+        return set()
+    walked = _walk(lines)
+    names = {element.id: element.name for element, _, _ in walked if element is not None}
+    toggles_seen: set[str] = set()
+    value_named = False
+    for element, _, toggles in walked:
+        if element is None or not toggles:
+            continue
+        toggles_seen.update(toggles)
+        if not element.actionable or value_named:
+            continue
+        named = [term for term in wanted if _matches(term, set(ranking_terms(element.name)))]
+        value_named = any(not _matches(term, set(ranking_terms(names[toggles[0]]))) for term in named)
+    return toggles_seen if value_named else set()
 
 
 def _matches(term: str, words: set[str]) -> bool:

@@ -5,7 +5,8 @@
   the page changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 - Custom dropdowns, menus and other two-step controls: when the model says its click opens
   options, the page is read again after the click, the outlines are diffed, and the model
-  picks among the elements that appeared or changed only. The element just clicked is never
+  picks among the elements that appeared or changed only (unless the click loaded another page:
+  then it opened nothing, and the act is done). The element just clicked is never
   offered nor accepted again (a second click would close the list, flip a sort back, untick a
   box); when nothing new appeared, the act ends after the one click.
 - An action whose value the instruction did not give (``Action.missing_arguments``) runs only
@@ -25,7 +26,7 @@ from .._prompts.common import Fence
 from .._secrets import VariableSet
 from .._session import OperationContext
 from .._types import Action, ActResult
-from ._answers import VALUE_ARGUMENTS, check_elements
+from ._answers import VALUE_ARGUMENTS, as_instruction_gives, check_elements
 from ._heal import remember, replay, run_action, run_checked
 from ._pipeline import (
     PageRead,
@@ -88,7 +89,8 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 
     def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
         opens.append(out.opens_options)
-        return check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
+        problems, actions = check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
+        return problems, as_instruction_gives(actions, instruction)
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
     answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
@@ -162,8 +164,13 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     require_values(action, ctx.variables)
     remember(ctx, page.snapshot, [action])
     dispatched: list[str] = []
+    url = ctx.page.url
     ran, healed = await run_checked(ctx, action, dispatched)  # the page may have changed meanwhile
     done = [ran]
+    if opens and ctx.page.url != url:
+        # The click loaded another page: it opened no options (a small model says so of a filter link).
+        logger.info("act %r: the click on %s loaded %s; no options to choose", instruction, ran.selector, ctx.page.url)
+        opens = False
     if opens:
         option = await _pick_option(ctx, instruction, ran, page.text, descriptions, client.choice_mode)
         if option is None:
