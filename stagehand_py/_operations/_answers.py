@@ -183,7 +183,7 @@ def as_instruction_gives(actions: Sequence[Action], instruction: str) -> list[Ac
         if found is None:
             out.append(action)
             continue
-        logger.info("%s value %r is the instruction's %r altered: typing %r", action.method, value, found.group(0),
-                    found.group(0))
+        # The model's value is not logged: it may be copied from the page (where typed values show).
+        logger.info("%s value altered from the instruction's %r: typing it as written", action.method, found.group(0))
         out.append(action.model_copy(update={"arguments": [found.group(0), *action.arguments[1:]]}))
     return out

@@ -169,7 +169,8 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     done = [ran]
     if opens and ctx.page.url != url:
         # The click loaded another page: it opened no options (a small model says so of a filter link).
-        logger.info("act %r: the click on %s loaded %s; no options to choose", instruction, ran.selector, ctx.page.url)
+        logger.info("act %r: the click on %s loaded %s; no options to choose", instruction, ran.selector,
+                    ctx.variables.redact(ctx.page.url))  # a GET form puts typed values in the URL
         opens = False
     if opens:
         option = await _pick_option(ctx, instruction, ran, page.text, descriptions, client.choice_mode)

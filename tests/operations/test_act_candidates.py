@@ -12,7 +12,8 @@ what the real one did: it takes a group's toggle whenever one is offered.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+import logging
+from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
 import pytest
 from _server import Response
@@ -119,3 +120,37 @@ async def test_a_click_that_loads_another_page_opened_no_options(make_stagehand,
     assert result.success, result.message
     assert parse_qs(urlsplit(sh.page.url).query) == {"in_stock": ["0"]}
     assert len(offered) == 1 and len(result.actions) == 1
+
+
+SEARCH_FORM = """<!DOCTYPE html><html><head><title>Search</title></head><body>
+<form method="get" action="/found.html"><label>Query <input name="q"></label><button>Search</button></form>
+</body></html>"""
+SECRET = "ada lovelace@1815"
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["redacted", "control-plain-text"])
+async def test_the_log_of_a_click_that_loaded_a_page_hides_typed_values_in_its_url(make_stagehand, server, caplog,
+                                                                                 declared: bool):
+    """A GET form puts the typed value in the URL the click loads, and that line logs the URL:
+    through the call's variables it shows %q%. The control types the same text undeclared and
+    finds it in the record, so the line does carry the URL."""
+    def model(request: LLMRequest) -> dict[str, object]:
+        line = next(c for c in enum_of(request) if c.startswith("button: Search"))
+        return {"elements": [{"element": line, "method": "click", "arguments": []}], "opens_options": True}
+
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True))
+    variables = {"q": SECRET} if declared else None
+    with server.route("/search.html", lambda req: Response.html(SEARCH_FORM)), \
+            server.route("/found.html", lambda req: Response.html("<h1>Found</h1>")):
+        await sh.page.goto(server.url("search.html"))
+        await sh.page.fill("input[name=q]", SECRET)
+        caplog.set_level(logging.INFO, logger="stagehand_py")
+        result = await sh.act("click the Search button", variables=variables, vision=False)
+    assert result.success and "found.html?q=" in sh.page.url
+    loaded = [r.getMessage() for r in caplog.records if "no options to choose" in r.getMessage()]
+    assert len(loaded) == 1
+    forms = [SECRET, quote_plus(SECRET), quote(SECRET)]
+    if declared:
+        assert not any(f in loaded[0] for f in forms) and "%q%" in loaded[0], loaded
+    else:
+        assert any(f in loaded[0] for f in forms), loaded
