@@ -8,6 +8,9 @@ reasonably answers is taken rather than re-asked:
 - a radio, checkbox or switch picked for ``select_option`` with its own name (or no argument)
   becomes ``check`` of it ("choose the Pro plan" read as selecting the Pro option); with another
   option's name it is re-asked, never moved to a sibling the model did not pick;
+- an element given by the text of its outline line instead of its id ('textbox: Password',
+  'Inner button', '43' for '0-43') is that element when the text names exactly one
+  (:func:`picked_element`); text that names several is re-asked with their ids listed;
 - with ``missing_values=True`` (observe, act's planner), ``fill``/``type``/``select_option``/
   ``press`` without the value the instruction did not give are kept: the value becomes a
   ``%placeholder%`` named after the element, listed in ``Action.missing_arguments``, for the
@@ -33,7 +36,8 @@ from ..snapshot import Snapshot
 
 logger = logging.getLogger("stagehand_py._operations")
 
-__all__ = ["VALUE_ARGUMENTS", "as_instruction_gives", "check_elements", "element_id", "example_id", "to_action"]
+__all__ = ["VALUE_ARGUMENTS", "as_instruction_gives", "check_elements", "element_id", "example_id", "lines_named",
+           "picked_element", "to_action"]
 
 _ID = re.compile(r"^\[?\s*(\d+-\d+)\s*\]?$")
 # A native <select>'s option (maybe inside an <optgroup>): the path of the select, then the option.
@@ -48,6 +52,44 @@ def element_id(raw: str, snapshot: Snapshot) -> str | None:
     if m and m.group(1) in snapshot.xpath_map:
         return m.group(1)
     return None
+
+
+def picked_element(raw: str, snapshot: Snapshot) -> str | None:
+    """The element an observe/act answer picked: its id (:func:`element_id`), or the one element
+    ``raw`` names otherwise: '42' for '0-42' when one frame has a 42, or the line's own text
+    (:func:`lines_named`). Only for an element the model acts on: a URL field's answer must be
+    an id or a link's URL, never a name."""
+    if not isinstance(raw, str) or _ID.match(raw.strip()):
+        return element_id(raw, snapshot)
+    if (number := raw.strip(" []")).isdigit():
+        # The frame ordinal dropped: taken only when one frame has that number.
+        found = [eid for eid in snapshot.xpath_map if eid.partition("-")[2] == number]
+    else:
+        found = lines_named(raw, snapshot)
+    return found[0] if len(found) == 1 else None
+
+
+def lines_named(raw: str, snapshot: Snapshot) -> list[str]:
+    """The ids of the outline lines whose text is ``raw`` (case and spacing aside): its
+    'role: name', else its name, else its role; among several, the ones a user can act on.
+
+    A small model asked for an id often copies the text after it instead ('textbox: Password',
+    'Inner button'); when that text names one line, that line is what it picked. Several lines
+    are listed back to it in the re-ask."""
+    def norm(text: str) -> str:
+        return " ".join(text.split()).casefold()
+
+    wanted = norm(raw.strip(" \t'\"`[]"))
+    if not wanted:
+        return []
+    elements = [e for e in snapshot.elements if e.id in snapshot.xpath_map]
+    for text_of in (lambda e: f"{e.role}: {e.name}", lambda e: e.name, lambda e: e.role):
+        found = [e for e in elements if norm(text_of(e)) == wanted]
+        if len(found) > 1:
+            found = [e for e in found if e.actionable] or found
+        if found:
+            return [e.id for e in found]
+    return []
 
 
 def example_id(snapshot: Snapshot) -> str:
@@ -129,11 +171,14 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, vari
     # (the field's own name) is filled by that variable.
     taken: set[str] = set()
     for n, element in enumerate(elements):
-        eid = element_id(element.element_id, snapshot)
+        eid = picked_element(element.element_id, snapshot)
         if eid is None:
+            several = lines_named(element.element_id, snapshot)
+            hint = (f"; it reads like the lines {', '.join(f'[{i}]' for i in several[:6])}: answer with the id of the "
+                    "one you mean" if 1 < len(several) <= 6 else "")
             problems.append(
                 f"elements[{n}].element_id {element.element_id!r} is not an id of the outline; use an id shown "
-                f"in brackets at the start of an outline line{example_id(snapshot)}"
+                f"in brackets at the start of an outline line{example_id(snapshot)}{hint}"
             )
             continue
         unknown = [p for p in placeholders_in(element.arguments) if p not in variables]

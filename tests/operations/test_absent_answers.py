@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from _server import Response
 from pydantic import BaseModel, HttpUrl
 
@@ -95,8 +96,11 @@ async def test_optional_and_nullable_fields_answered_blank_come_back_as_none(mak
     assert await sh2.extract("the title and the ISBN", schema=schema) == {"title": "Dune"}
 
 
-async def test_a_url_field_takes_only_the_pages_own_links_and_re_asks_otherwise(make_stagehand, server):
-    given = iter(["https://shop.example.com/dune", "{reviews}"])
+# A made-up URL, and the link's name: an act may take an element named by its line's text, a URL
+# field may not (a name is not a link's id; a number or name could name another link).
+@pytest.mark.parametrize("first", ["https://shop.example.com/dune", "Reviews"])
+async def test_a_url_field_takes_only_the_pages_own_links_and_re_asks_otherwise(make_stagehand, server, first):
+    given = iter([first, "{reviews}"])
 
     def model(request: LLMRequest) -> dict[str, object]:
         link = next(given).format(reviews=find_id(request, "link: Reviews"))

@@ -10,7 +10,7 @@ from _server import Response
 from stagehand_py import UnknownVariableError
 from stagehand_py.testing import FunctionLLM, capture_requests
 
-from ._ops import element, find_id, first_user
+from ._ops import element, find_id, first_user, last_user
 
 SEARCH = """<!DOCTYPE html><html><head><title>Shop</title></head><body>
 <form><label>Search products <input id="q" type="search"></label>
@@ -126,3 +126,78 @@ async def test_a_radio_picked_for_select_option_with_another_name_is_reasked_not
     assert len(calls) == 2
     assert "select_option is only for a native select" in str(calls[1].request.messages)
     assert result.success and await sh.page.is_checked("input[value=pro]")
+
+
+NAMED = """<!DOCTYPE html><html><head><title>Account</title></head><body>
+<h1>Account</h1><label>Email <input id="email"></label>
+<button id="save" onclick="this.textContent='Saved'">Save</button>
+<button id="cancel" onclick="this.textContent='Cancelled'">Cancel</button>
+<button id="delete" onclick="this.textContent='Deleted'">Delete account</button></body></html>"""
+
+
+async def _open_named(make_stagehand, server, model, path: str):
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route(f"/{path}", lambda req: Response.html(NAMED)):
+        await sh.page.goto(server.url(path))
+    return sh
+
+
+@pytest.mark.parametrize(("answer", "target"), [
+    ("textbox: Email", "#email"),       # the line's own text after the id (a real 1.5B model's answer)
+    ("Delete account", "#delete"),      # its name alone
+    (" [BUTTON:  delete ACCOUNT] ", "#delete"),  # case, spacing and brackets aside
+    ("{number}", "#save"),              # the id without its frame ordinal, on a page of one frame
+])
+async def test_an_element_given_by_its_own_line_text_is_taken(make_stagehand, server, answer, target):
+    """A small model asked for an id often writes the text after it instead. When that text
+    names exactly one element, that is the element it picked: taken, not re-asked."""
+    def model(request):
+        number = find_id(request, "button: Save").split("-")[1]
+        method, arguments = ("fill", ["ada@example.test"]) if target == "#email" else ("click", [])
+        return {"elements": [element(answer.format(number=number), method, arguments)], "opens_options": False}
+
+    sh = await _open_named(make_stagehand, server, model, f"named-{target[1:]}-{len(answer)}.html")
+    with capture_requests() as calls:
+        result = await sh.act("do it")
+    assert len(calls) == 1 and result.success
+    assert result.dispatched == [f"{'fill' if target == '#email' else 'click'} on xpath="
+                                 f"{await _xpath_of(sh, target)}"]
+    if target == "#email":
+        assert await sh.page.input_value("#email") == "ada@example.test"
+    else:
+        assert await sh.page.text_content(target) in ("Saved", "Deleted")
+    assert await sh.page.text_content("#cancel") == "Cancel"
+
+
+async def _xpath_of(sh, css: str) -> str:
+    snapshot = await sh.snapshot()
+    tag_id = css[1:]
+    for path in snapshot.xpath_map.values():
+        if await sh.page.evaluate("([p, id]) => document.evaluate(p, document, null, 9, null)"
+                                  ".singleNodeValue?.id === id", [path, tag_id]):
+            return path
+    raise AssertionError(f"{css} is not in the snapshot")
+
+
+@pytest.mark.parametrize("case", ["several", "control-none"])
+async def test_text_that_names_several_elements_is_re_asked_with_their_ids(make_stagehand, server, case):
+    """'button' names three lines: nothing is clicked, and the re-ask lists their ids so a small
+    model can pick one. Control: text that names no line gets the plain re-ask, no list."""
+    answers: list[str] = []
+
+    def model(request):
+        if len(answers) == 0:
+            answers.append("button" if case == "several" else "the red one")
+            return {"elements": [element(answers[0])], "opens_options": False}
+        answers.append(last_user(request))
+        return {"elements": [element(find_id(request, "button: Cancel"))], "opens_options": False}
+
+    sh = await _open_named(make_stagehand, server, model, f"several-{case}.html")
+    with capture_requests() as calls:
+        result = await sh.act("cancel it")
+    assert len(calls) == 2 and result.success
+    assert [await sh.page.text_content(b) for b in ("#save", "#cancel", "#delete")] == ["Save", "Cancelled", "Delete account"]
+    ids = [find_id(calls[0].request, f"button: {name}") for name in ("Save", "Cancel", "Delete account")]
+    listed = f"it reads like the lines {', '.join(f'[{i}]' for i in ids)}"
+    assert (listed in answers[1]) == (case == "several"), answers[1]
+    assert "is not an id of the outline" in answers[1]
