@@ -249,17 +249,32 @@ async def test_a_prefetch_of_an_allowed_address_redirecting_elsewhere_never_arri
     (measured: nothing arrives)."""
     rules = json.dumps({"prefetch": [{"source": "list", "urls": [hops["chain"](1, cross_server.url("steal"))]}]})
     markup = {**DELIVERIES, **UNREACHED}[delivery].format(rules=rules, rules_js=json.dumps(rules))
-    page_html = f"<!doctype html><title>Speculation</title>{markup}"
-    with server.route("/allowed-rules", lambda req: Response.html(page_html)):
+    # The sentinel: after the attack's rules, a rule set the remover cannot reach (a closed shadow
+    # root) prefetching an allowed chain three hops longer than the attack's. Its arrival shows the
+    # browser has had the page's rules and followed the redirects of a prefetch listed after the
+    # attack's (the guarded case waits for it, not for the hostile host to stay quiet 15 s).
+    sentinel_rules = json.dumps({"prefetch": [{"source": "list", "urls": [hops["chain"](4, server.url("sentinel"))]}]})
+    sentinel = ("<div id=sentinel></div><script>{ const s = document.createElement('script'); s.type = 'speculationrules';"
+                f" s.text = {json.dumps(sentinel_rules)};"
+                " document.getElementById('sentinel').attachShadow({mode: 'closed'}).append(s); }</script>")
+    page_html = f"<!doctype html><title>Speculation</title>{markup}{sentinel}"
+    arrived: list[str] = []
+
+    def sentinel_page(req: Request) -> Response:
+        arrived.append(req.path)
+        return Response.html("<title>sentinel</title>")
+
+    with server.route("/allowed-rules", lambda req: Response.html(page_html)), server.route("/sentinel", sentinel_page):
         guard = await _speculation_guard(page, server, how, monkeypatch)
         try:
             await page.goto(server.url("allowed-rules"))
-            for _ in range(60):
-                if hostile:
+            for _ in range(120):
+                if hostile or (how == "guarded" and arrived):
                     break
                 await page.wait_for_timeout(250)
         finally:
             await guard.uninstall()
+    assert arrived or how != "guarded"  # the guarded case ended on the sentinel, not on the bound
     if how == "guarded":
         assert hostile == []
         if delivery == "inline":
