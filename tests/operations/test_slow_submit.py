@@ -67,12 +67,16 @@ class Counter:
         self.posts = 0
         self.lock = threading.Lock()
 
-    def slow(self, body: str, delay: float = SERVER_DELAY):
+    def slow(self, body: str, delay: float = SERVER_DELAY, *, until: threading.Event | None = None):
+        """A handler answering ``body`` after ``delay`` seconds, or once ``until`` is set (at most 60 s)."""
         def handle(req: Request) -> Response:
             if req.method == "POST":
                 with self.lock:
                     self.posts += 1
-            time.sleep(delay)
+            if until is None:
+                time.sleep(delay)
+            else:
+                until.wait(60)
             return Response.html(body)
 
         return handle
@@ -129,10 +133,12 @@ async def test_an_action_that_fails_after_it_was_sent_is_not_healed_nor_repeated
     await sh.page.goto(server.url("slow-login-form"))
     await sh.page.evaluate("document.querySelector('form').action = '/slower-login'")
     [action] = await sh.observe("click the sign in button")
-    with server.route("/slower-login", counter.slow("<title>Welcome</title>", delay=15)):
-        # The server answers after 15 s, the caller allows 6: the bound is what is tested.
+    answer = threading.Event()
+    with server.route("/slower-login", counter.slow("<title>Welcome</title>", until=answer)):
+        # The server answers only once the caller's 6 s bound has run out: the bound is what is tested.
         with pytest.raises(StagehandTimeoutError, match=r"after it was sent to the page|act\(\) did not finish within timeout=6"):
             await sh.act(action, timeout=6)
+        answer.set()
         await sh.page.wait_for_url("**/slower-login", timeout=60_000)
     assert counter.posts == 1
     assert len(model.requests) == 1  # observe's; no heal

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import threading
 import warnings
 from pathlib import Path
 
@@ -128,25 +129,41 @@ def test_snapshot_has_a_default_bound() -> None:
     assert isinstance(default, float) and 10 <= default <= 120
 
 
-BUSY = "<title>Busy</title><button>Busy</button>"
-LOOP = "setTimeout(() => { const end = Date.now() + 20000; while (Date.now() < end) {} }, 50)"
+# The busy loop spins until the test releases it (a worker thread, not blocked by the loop, asks
+# the server and flips a shared flag the loop reads; SharedArrayBuffer needs the page
+# cross-origin isolated), or at the latest after 60 s: the page is busy exactly as long as the
+# test needs it to be, not a fixed 20 s.
+ISOLATED = {"Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp"}
+BUSY = """<title>Busy</title><button>Busy</button><script>
+window.busyFlag = new Int32Array(new SharedArrayBuffer(4));
+const releaser = `onmessage = ({data: [flag, url]}) => { const poll = () => fetch(url).then((r) => r.text()).then(
+  (said) => said === 'go' ? Atomics.store(flag, 0, 1) : setTimeout(poll, 100)); poll(); };`;
+new Worker(URL.createObjectURL(new Blob([releaser]))).postMessage([busyFlag, new URL('/busy-release', location.href).href]);
+</script>"""
+LOOP = ("setTimeout(() => { const end = Date.now() + 60000;"
+        " while (Atomics.load(busyFlag, 0) === 0 && Date.now() < end) {} }, 50)")
 
 
 @pytest.mark.parametrize("bounded", [True, False], ids=["bounded", "control-unbounded"])
 async def test_a_busy_page_gets_a_typed_error_naming_it(new_stagehand, server, bounded: bool) -> None:
     sh = await new_stagehand()
-    with server.route("/busy", lambda req: Response.html(BUSY)):
+    released = threading.Event()
+    with server.route("/busy", lambda req: Response(200, BUSY, "text/html; charset=utf-8", dict(ISOLATED))), \
+            server.route("/busy-release", lambda req: Response(200, "go" if released.is_set() else "wait")):
         await sh.page.goto(server.url("busy?pw=hunter2-secret"))
-    await sh.page.evaluate(LOOP)
-    await asyncio.sleep(0.3)
-    if bounded:
-        with pytest.raises(StagehandTimeoutError) as info:
-            await sh.snapshot(timeout=3)
-        assert server.url("busy") in str(info.value) and "hunter2" not in str(info.value)
-    else:
-        snap = asyncio.ensure_future(sh.snapshot(timeout=None))
-        done, _ = await asyncio.wait([snap], timeout=8)
-        assert not done  # the control: with no bound the snapshot is still waiting on the busy page
-        await snap  # it returns once the page's loop ends
-    await sh.page.wait_for_function("true", timeout=60_000)  # the page recovers
+        assert await sh.page.evaluate("crossOriginIsolated")  # else the loop cannot be released
+        await sh.page.evaluate(LOOP)
+        await asyncio.sleep(0.3)
+        if bounded:
+            with pytest.raises(StagehandTimeoutError) as info:
+                await sh.snapshot(timeout=3)
+            assert server.url("busy") in str(info.value) and "hunter2" not in str(info.value)
+            released.set()
+        else:
+            snap = asyncio.ensure_future(sh.snapshot(timeout=None))
+            done, _ = await asyncio.wait([snap], timeout=8)
+            assert not done  # the control: with no bound the snapshot is still waiting on the busy page
+            released.set()
+            await snap  # it returns once the page's loop ends
+        await sh.page.wait_for_function("true", timeout=60_000)  # the page recovers
     assert "button: Busy" in (await sh.snapshot()).tree

