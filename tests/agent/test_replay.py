@@ -6,6 +6,7 @@ takes model calls; the replay takes none; with the button renamed, exactly one (
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import shutil
@@ -189,12 +190,13 @@ async def test_an_exported_test_passes_with_model_requests_blocked_and_type_chec
     assert "element=ElementIdentity(role='button', name='Add to cart')" in source
     assert f"'{SECRET}'" not in source and f"'{SECRET}'" not in script.read_text()
     assert "class " in script.read_text() and "schema=" in script.read_text()  # extract with a pydantic model
-    typed = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache), str(test_file), str(script)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # The type check and the exported test's run (nothing drifted: it passes with every model request blocked)
+    # read the two files and nothing else of each other's: they run at once.
+    typed, done = await asyncio.gather(
+        asyncio.to_thread(subprocess.run, [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache),
+                                           str(test_file), str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300),
+        asyncio.to_thread(_pytest, test_file, tmp_path))
     assert typed.returncode == 0, typed.stdout + typed.stderr
-
-    # Nothing drifted: the test passes with every model request blocked.
-    done = _pytest(test_file, tmp_path)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
@@ -250,13 +252,13 @@ async def test_replay_check_reports_drift_per_step_with_no_model(make, shop, tmp
     cache, first = recorded
     [stored] = list((cache / "agent-runs").iterdir())
     exported = first.to_pytest(tmp_path / "test_exported_run.py")
-    for source in (stored, exported):
-        same = _cli(tmp_path, str(source), "--check")
+    # Each check replays in a browser of its own: the stored run and the exported file are checked at once.
+    for same in await asyncio.gather(*(asyncio.to_thread(_cli, tmp_path, str(source), "--check") for source in (stored, exported))):
         assert same.returncode == 0, same.stdout + same.stderr
         assert same.stdout.count(" replayed ") == 3 and "model calls: 0" in same.stdout, same.stdout
     STATE["label"] = "Add to basket"
-    for source in (stored, exported):
-        drifted = _cli(tmp_path, str(source), "--check")
+    for drifted in await asyncio.gather(*(asyncio.to_thread(_cli, tmp_path, str(source), "--check")
+                                          for source in (stored, exported))):
         assert drifted.returncode == 1, drifted.stdout + drifted.stderr
         lines = drifted.stdout.splitlines()
         assert " replayed " in lines[0] and " drifted " in lines[1] and " skipped " in lines[2], drifted.stdout
