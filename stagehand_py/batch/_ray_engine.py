@@ -354,7 +354,7 @@ async def _schedule(
 ) -> None:
     pending = deque(todo)
     starts: dict[str, int] = {}
-    running: dict[asyncio.Future[RowOutcome], tuple[Sample, _Worker, int]] = {}
+    running: dict[asyncio.Future[RowOutcome], tuple[Sample, _Worker, int, Any]] = {}
     try:
         while pending or running:
             while pending and (worker := pool.free(options.contexts_per_worker)) is not None:
@@ -364,11 +364,11 @@ async def _schedule(
                 notify(sample, "running")
                 notes = memory.relevant(spec, sample) if memory is not None else []
                 ref = worker.handle.run_row.remote(sample.model_dump(mode="json"), attempt, notes)
-                running[asyncio.ensure_future(_outcome(ref))] = (sample, worker, attempt)
+                running[asyncio.ensure_future(_outcome(ref))] = (sample, worker, attempt, ref)
                 worker.busy += 1
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for future in done:
-                sample, worker, attempt = running.pop(future)
+                sample, worker, attempt, _ref = running.pop(future)
                 worker.busy -= 1
                 try:
                     row = future.result()
@@ -390,5 +390,8 @@ async def _schedule(
                     results[sample.id] = unwritten_row(sample, attempt=attempt, exc=exc).result
                 notify(sample, results[sample.id]["status"])
     finally:
-        for future in running:
+        for future, (*_, ref) in running.items():
             future.cancel()
+            # The worker stops the row too (an async actor's task gets CancelledError), so it is free to
+            # close its browser now instead of after the pool's 30 s wait for a row nobody awaits.
+            ray.cancel(ref)

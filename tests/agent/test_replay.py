@@ -6,8 +6,10 @@ takes model calls; the replay takes none; with the button renamed, exactly one (
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 from _server import Response
 
-from stagehand_py import Action, ActionFailedError, AgentError, ElementIdentity, InvalidArgumentError
+from stagehand_py import Action, ActionFailedError, AgentError, AgentResult, ElementIdentity, InvalidArgumentError
 from stagehand_py._prompts.choice import NO_CHOICE
 from stagehand_py.agent._recording import load_recording
 from stagehand_py.llm import LLMClient
@@ -75,6 +77,29 @@ async def _run(make, cache: Path, shop, model, **options):
     return sh, result, calls
 
 
+@pytest.fixture(scope="module")
+def first_runs() -> dict[str, tuple[Path, AgentResult]]:
+    """The first run of the shop task per page kind (its cache folder, its result), made by the first test that asks."""
+    return {}
+
+
+@pytest.fixture
+async def recorded(request, make, shop, tmp_path, tmp_path_factory, first_runs) -> tuple[Path, AgentResult]:
+    """The shop task's first run on this test's page kind: this test's own cache folder holding the stored run
+    (a copy: replays and heals rewrite it), and the run's result. Recorded once per page kind: the page and the
+    scripted model give the same run every time, and a browser launch and four steps per test were the file's
+    largest repeated setup. The first test (test_a_run_replays_...) still records and checks its own."""
+    kind = request.node.callspec.params["make"]
+    if kind not in first_runs:
+        source = tmp_path_factory.mktemp(f"first-run-{kind}") / "cache"
+        _, first, _ = await _run(make, source, shop, first_run_model())
+        assert first.success and first.replay is None, first.message
+        first_runs[kind] = (source, first)
+    source, first = first_runs[kind]
+    shutil.copytree(source, tmp_path / "cache")
+    return tmp_path / "cache", first
+
+
 async def test_a_run_replays_with_no_model_and_heals_only_a_renamed_button(make, shop, tmp_path):
     cache = tmp_path / "cache"
     sh, first, calls = await _run(make, cache, shop, first_run_model())
@@ -109,9 +134,8 @@ async def test_a_run_replays_with_no_model_and_heals_only_a_renamed_button(make,
     assert calls == [] and after.replay is not None and after.replay.replayed == [0, 1, 2]
 
 
-async def test_a_replay_that_cannot_heal_falls_back_to_the_live_agent(make, shop, tmp_path):
-    cache = tmp_path / "cache"
-    await _run(make, cache, shop, first_run_model())
+async def test_a_replay_that_cannot_heal_falls_back_to_the_live_agent(make, shop, recorded):
+    cache, _ = recorded
     STATE["label"] = "Add to basket"
     live = AgentScript([
         lambda s: call("act", element_id=s.id("button", "Add to basket")),
@@ -125,9 +149,8 @@ async def test_a_replay_that_cannot_heal_falls_back_to_the_live_agent(make, shop
     assert await sh.page.inner_text("#cart") == "Cart: 4 items"
 
 
-async def test_replay_can_be_turned_off_per_call(make, shop, tmp_path):
-    cache = tmp_path / "cache"
-    await _run(make, cache, shop, first_run_model())
+async def test_replay_can_be_turned_off_per_call(make, shop, recorded):
+    cache, _ = recorded
     with pytest.raises(AgentError, match="ran out"):  # replay=False: the live agent asks the model (it has no steps)
         await _run(make, cache, shop, AgentScript([]), replay=False)
     sh = await make(model=AgentScript([]))
@@ -158,8 +181,8 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mypy") / "cache"
 
 
-async def test_an_exported_test_passes_with_model_requests_blocked_and_type_checks(make, shop, tmp_path, mypy_cache):
-    _, first, _ = await _run(make, tmp_path / "cache", shop, first_run_model())
+async def test_an_exported_test_passes_with_model_requests_blocked_and_type_checks(make, shop, tmp_path, mypy_cache, recorded):
+    _, first = recorded
     test_file = first.to_pytest(tmp_path / "test_exported_run.py")
     script = first.to_script(tmp_path / "exported_run.py")
     source = test_file.read_text()
@@ -167,17 +190,18 @@ async def test_an_exported_test_passes_with_model_requests_blocked_and_type_chec
     assert "element=ElementIdentity(role='button', name='Add to cart')" in source
     assert f"'{SECRET}'" not in source and f"'{SECRET}'" not in script.read_text()
     assert "class " in script.read_text() and "schema=" in script.read_text()  # extract with a pydantic model
-    typed = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache), str(test_file), str(script)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # The type check and the exported test's run (nothing drifted: it passes with every model request blocked)
+    # read the two files and nothing else of each other's: they run at once.
+    typed, done = await asyncio.gather(
+        asyncio.to_thread(subprocess.run, [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache),
+                                           str(test_file), str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300),
+        asyncio.to_thread(_pytest, test_file, tmp_path))
     assert typed.returncode == 0, typed.stdout + typed.stderr
-
-    # Nothing drifted: the test passes with every model request blocked.
-    done = _pytest(test_file, tmp_path)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
-async def test_an_exported_test_fails_on_drift_with_model_requests_blocked(make, shop, tmp_path):
-    _, first, _ = await _run(make, tmp_path / "cache", shop, first_run_model())
+async def test_an_exported_test_fails_on_drift_with_model_requests_blocked(make, shop, tmp_path, recorded):
+    _, first = recorded
     test_file = first.to_pytest(tmp_path / "test_exported_run.py")
     STATE["label"] = "Add to basket"
     drifted = _pytest(test_file, tmp_path)
@@ -187,8 +211,8 @@ async def test_an_exported_test_fails_on_drift_with_model_requests_blocked(make,
     assert "--stagehand-record once" in drifted.stdout
 
 
-async def test_an_exported_script_runs_on_the_public_api(make, shop, tmp_path, monkeypatch):
-    _, first, _ = await _run(make, tmp_path / "cache", shop, first_run_model())
+async def test_an_exported_script_runs_on_the_public_api(make, shop, tmp_path, monkeypatch, recorded):
+    _, first = recorded
     path = first.to_script(tmp_path / "exported_script.py")
     monkeypatch.setenv("STAGEHAND_VAR_QTY", SECRET)
     spec = importlib.util.spec_from_file_location("exported_script", path)
@@ -224,18 +248,17 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=_subprocess_env(tmp_path), capture_output=True, text=True, timeout=300)
 
 
-async def test_replay_check_reports_drift_per_step_with_no_model(make, shop, tmp_path):
-    cache = tmp_path / "cache"
-    _, first, _ = await _run(make, cache, shop, first_run_model())
+async def test_replay_check_reports_drift_per_step_with_no_model(make, shop, tmp_path, recorded):
+    cache, first = recorded
     [stored] = list((cache / "agent-runs").iterdir())
     exported = first.to_pytest(tmp_path / "test_exported_run.py")
-    for source in (stored, exported):
-        same = _cli(tmp_path, str(source), "--check")
+    # Each check replays in a browser of its own: the stored run and the exported file are checked at once.
+    for same in await asyncio.gather(*(asyncio.to_thread(_cli, tmp_path, str(source), "--check") for source in (stored, exported))):
         assert same.returncode == 0, same.stdout + same.stderr
         assert same.stdout.count(" replayed ") == 3 and "model calls: 0" in same.stdout, same.stdout
     STATE["label"] = "Add to basket"
-    for source in (stored, exported):
-        drifted = _cli(tmp_path, str(source), "--check")
+    for drifted in await asyncio.gather(*(asyncio.to_thread(_cli, tmp_path, str(source), "--check")
+                                          for source in (stored, exported))):
         assert drifted.returncode == 1, drifted.stdout + drifted.stderr
         lines = drifted.stdout.splitlines()
         assert " replayed " in lines[0] and " drifted " in lines[1] and " skipped " in lines[2], drifted.stdout
@@ -244,9 +267,8 @@ async def test_replay_check_reports_drift_per_step_with_no_model(make, shop, tmp
     assert _cli(tmp_path, str(tmp_path / "nothing.json"), "--check").returncode == 2
 
 
-async def test_a_heal_onto_another_role_is_asked_again(make, shop, tmp_path):
-    cache = tmp_path / "cache"
-    await _run(make, cache, shop, first_run_model())
+async def test_a_heal_onto_another_role_is_asked_again(make, shop, recorded):
+    cache, _ = recorded
     STATE["label"] = "Add to basket"
     answered: list[str] = []
 

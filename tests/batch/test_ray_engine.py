@@ -7,6 +7,7 @@ Ray starts once for this module (~10-20 s on 2 cores); each run starts two worke
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import csv
 import json
@@ -33,23 +34,35 @@ KILLED_ROW = "r07"
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
+def ray_starting(tmp_path_factory: pytest.TempPathFactory):
+    """``ray.init`` started in a thread (as the engine itself runs it), so the local baseline runs
+    while Ray starts; :func:`ray_cluster` waits for it."""
     pids = tmp_path_factory.mktemp("ray") / "pids.log"
-    with pytest.MonkeyPatch.context() as env:
+    with pytest.MonkeyPatch.context() as env, concurrent.futures.ThreadPoolExecutor(1) as thread:
         # Ray's own switch for a one-machine cluster: node address and every server on 127.0.0.1.
         # Read when ray is first imported, so it is set before.
         env.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         import ray
 
-        ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {
+        started = thread.submit(ray.init, num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {
             "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)]),
             "SCRIPTED_RUNNER_PIDS": str(pids), "SCRIPTED_RUNNER_HANG_ONCE": KILLED_ROW,
         }})
         try:
-            assert ray.util.get_node_ip_address() == "127.0.0.1"
-            yield pids
+            yield pids, started
         finally:
+            concurrent.futures.wait([started])
             ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(ray_starting: tuple[Path, concurrent.futures.Future[object]]) -> Path:
+    import ray
+
+    pids, started = ray_starting
+    started.result()
+    assert ray.util.get_node_ip_address() == "127.0.0.1"
+    return pids
 
 
 def twenty_rows(server) -> list[Sample]:
@@ -62,8 +75,8 @@ def combined(run_dir: Path) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-async def local_baseline(server, browser, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The 20 rows on the local engine: what the Ray engine must reproduce."""
+async def local_baseline(ray_starting, server, browser, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 20 rows on the local engine: what the Ray engine must reproduce (run while Ray starts)."""
     run_dir = tmp_path_factory.mktemp("local") / "run_local"
     result = await run_batch(twenty_rows(server), spec=SPEC, runner=make_runner(), browser=browser, run_dir=run_dir, concurrency=4)
     write_reports(run_dir, result.results)
@@ -99,7 +112,7 @@ def product_hits(server):
 
 
 async def test_twenty_rows_match_the_local_engine_and_a_killed_worker_loses_nothing(
-    ray_cluster: Path, local_baseline: Path, server, browser, tmp_path: Path
+    local_baseline: Path, ray_cluster: Path, server, browser, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run_ray"
     seen: list[tuple[str, str]] = []
@@ -210,27 +223,33 @@ def test_only_the_ray_engine_imports_ray() -> None:
 async def test_rows_run_in_a_remote_browser_given_by_its_endpoint(ray_cluster: Path, server, tmp_path: Path) -> None:
     """--browser-endpoint against real remote browsers started here: a Playwright server and a
     Chromium CDP endpoint. Every product request carries the remote browser's user agent, so the
-    rows ran there, not in a browser the workers launched."""
+    rows ran there, not in a browser the workers launched. The two runs go at once (one worker
+    each, the cluster's two CPUs); each kind's rows carry its name in their URLs, so each kind's
+    requests are checked on their own."""
     from ._endpoints import cdp_chromium, playwright_server
 
-    agents: list[str] = []
+    agents: dict[str, list[str]] = {"playwright": [], "cdp": []}
 
     def serve(request):
-        agents.append(next((v for k, v in request.headers.items() if k.lower() == "user-agent"), ""))
+        kind = request.query["kind"]
+        agents[kind].append(next((v for k, v in request.headers.items() if k.lower() == "user-agent"), ""))
         return server.serve_file(request.path)
 
-    rows = [Sample(id=f"e{i}", url=server.url(f"products/{i}.html")) for i in (1, 2, 3)]
-    for kind, endpoint in (("playwright", playwright_server("remote-playwright-server")),
-                           ("cdp", cdp_chromium("remote-cdp-chromium", tmp_path / "profile"))):
-        agents.clear()
-        with endpoint as url, contextlib.ExitStack() as routes:
-            for n in (1, 2, 3):
-                routes.enter_context(server.route(f"/products/{n}.html", serve))
-            result = await run_batch_on_ray(rows, spec=SPEC, runner=RunnerFactory("_scripted_runner:make_goto_runner"),
-                                            run_dir=tmp_path / f"run_{kind}",
-                                            options=RayOptions(workers=1, contexts_per_worker=2, browser_endpoint=url))
+    async def run(kind: str, url: str):
+        rows = [Sample(id=f"e{i}", url=server.url(f"products/{i}.html?kind={kind}")) for i in (1, 2, 3)]
+        return await run_batch_on_ray(rows, spec=SPEC, runner=RunnerFactory("_scripted_runner:make_goto_runner"),
+                                      run_dir=tmp_path / f"run_{kind}",
+                                      options=RayOptions(workers=1, contexts_per_worker=2, browser_endpoint=url))
+
+    with (playwright_server("remote-playwright-server") as playwright_url,
+          cdp_chromium("remote-cdp-chromium", tmp_path / "profile") as cdp_url, contextlib.ExitStack() as routes):
+        for n in (1, 2, 3):
+            routes.enter_context(server.route(f"/products/{n}.html", serve))
+        results = dict(zip(("playwright", "cdp"), await asyncio.gather(run("playwright", playwright_url), run("cdp", cdp_url)),
+                           strict=True))
+    for kind, result in results.items():
         assert result.counts["done"] == 3, (kind, result.results)
-        assert agents == [f"remote-{'playwright-server' if kind == 'playwright' else 'cdp-chromium'}"] * 3, (kind, agents)
+        assert agents[kind] == [f"remote-{'playwright-server' if kind == 'playwright' else 'cdp-chromium'}"] * 3, (kind, agents)
 
 
 async def test_an_endpoint_nobody_answers_is_a_typed_error(ray_cluster: Path, server, tmp_path: Path) -> None:

@@ -139,8 +139,11 @@ async def test_errors_are_typed_and_bounded(spans: Any, page: Any) -> None:
     await page.set_content("<p>nothing to click</p>")
     from stagehand_py import Action, ElementNotFoundError
 
+    # The resolver waits for the element until just before the verb's timeout, then raises
+    # ElementNotFoundError; 10 s leaves a loaded machine the same room to fail on its own (a 2 s
+    # verb timeout raised StagehandTimeoutError first) without 20 more seconds of the same nothing.
     with pytest.raises(ElementNotFoundError):
-        await Stagehand(page).act(Action(selector="xpath=/html[1]/body[1]/button[1]", method="click"), timeout=30)
+        await Stagehand(page).act(Action(selector="xpath=/html[1]/body[1]/button[1]", method="click"), timeout=10)
     act = one(spans.get_finished_spans(), "stagehand.act")
     assert dict(act.attributes or {})["error.type"] == "ElementNotFoundError"
     assert not act.status.is_ok and len(act.status.description or "") <= MAX_TEXT_CHARS
