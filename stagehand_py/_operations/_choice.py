@@ -180,7 +180,7 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
 
     def tokens(lines: Sequence[str]) -> int:
         schema = choice_schema(lines, single=single, opens_options=opens)
-        text = with_choices(user, lines, fence, single=single)
+        text = with_choices(user, lines, fence)
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
     if single:  # act: narrowed to the candidates that fit the instruction
@@ -205,5 +205,5 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
             data["opens_options"] = bool(out.get("opens_options", False))
         return check(answer.model_validate(data))
 
-    return ChoiceRequest(with_choices(user, lines, fence, single=single),
+    return ChoiceRequest(with_choices(user, lines, fence),
                          choice_schema(lines, single=single, opens_options=opens), check_choice)

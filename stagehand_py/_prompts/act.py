@@ -34,18 +34,10 @@ class ActAnswer(BaseModel):
     )
 
 
-#: What act() asks, after the outline.
-ACT_TASK = (
-    "Task: choose the single element and action that carries out the instruction.\n"
-    "- Prefer the element that receives the input (the textbox, the button, the option) over its "
-    "container or its label text.\n"
-    "- For a native select (a combobox whose options are listed under it), use select_option with the "
-    "option's label. For a custom dropdown whose options are not shown yet, click it and set "
-    "opens_options to true; you will then be shown the options that appeared.\n"
-    "- When no element can carry out the instruction, return an empty list.\n"
-    "- When the instruction gives no value to fill, type, select or press, leave the arguments empty "
-    "([]) rather than invent one: the user will supply it."
-)
+#: act()'s closing line, after the instruction (the task is :data:`.common.ELEMENT_TASK`, the
+#: same as observe()'s: it explains opens_options too, in the words that worked for a 1.5B model;
+#: saying more about the flag here made it set the flag on plain clicks).
+ACT_ANSWER = "Answer: exactly one element."
 
 
 def act_system(fence: Fence) -> str:
@@ -55,8 +47,8 @@ def act_system(fence: Fence) -> str:
 
 def act_user(instruction: str, outline: str, fence: Fence, *, variables: Mapping[str, str],
              part: tuple[int, int] | None = None) -> str:
-    """The user message: the fenced outline (or one part), then the task, instruction and variables."""
-    return instruction_with_outline(instruction, outline, fence, variables=variables, part=part, task=ACT_TASK)
+    """The user message: the fenced outline (or one part), then the task, instruction, variables and answer line."""
+    return instruction_with_outline(instruction, outline, fence, variables=variables, part=part, answer=ACT_ANSWER)
 
 
 def dropdown_user(instruction: str, clicked: str, new_lines: str, fence: Fence, *, variables: Mapping[str, str]) -> str:

@@ -16,7 +16,7 @@ from typing import Any, get_args
 from .._types import ActionMethod
 from .common import Fence, reuse_layout
 
-__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "enum_safe", "with_choices"]
+__all__ = ["CHOICE_METHODS", "HOW_TO_CHOOSE", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "enum_safe", "with_choices"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
@@ -49,28 +49,28 @@ def choice_line(role: str, name: str, element_id: str, *, details: str = "") -> 
     return f"{role}: {text} [{element_id}]" if name else f"{role} {text} [{element_id}]"
 
 
-def _how(single: bool) -> str:
-    return (
-        "Answer by choosing from the choices above: put one choice, copied exactly, in \"element\""
-        + (" (at most one element)" if single else "; list every element that fits, best first")
-        + ". A choice names an actionable element of the outline as 'role: name [id]'. Give the method "
-        f"and its arguments as the methods list says. Only when no element fits, choose '{NO_CHOICE}'."
-    )
+#: How to answer with choices (the same for observe and act, so an act after an observe shares
+#: it; how many elements is in each verb's closing line).
+HOW_TO_CHOOSE = (
+    "Answer by choosing from the choices above: put a choice, copied exactly, in \"element\". A choice "
+    "names an actionable element of the outline as 'role: name [id]'. Give the method and its arguments "
+    f"as the methods list says. Only when no element fits, choose '{NO_CHOICE}'."
+)
 
 
-def with_choices(user: str, choices: Sequence[str], fence: Fence, *, single: bool) -> str:
+def with_choices(user: str, choices: Sequence[str], fence: Fence) -> str:
     """``user`` with the fenced choices (page text) and how to answer with them.
 
-    Laid out for reuse, the choices go right after the page's outline (the first fenced block:
-    observe and the act that follows offer the same choices on a small page, so they share them
-    too) and how to answer at the end; otherwise both go at the end.
+    Laid out for reuse, both go right after the page's outline (the first fenced block: observe
+    and the act that follows offer the same choices on a small page, so they share them too);
+    otherwise at the end.
     """
     listed = f"Choices:\n{fence.wrap(chr(10).join(choices), 'choices: page elements')}"
     end = user.find(fence.closing)
     if not reuse_layout() or end < 0:
-        return f"{user}\n\n{_how(single)}\n\n{listed}".replace("choices above", "choices below")
+        return f"{user}\n\n{HOW_TO_CHOOSE}\n\n{listed}".replace("choices above", "choices below")
     end += len(fence.closing)
-    return f"{user[:end]}\n\n{listed}{user[end:]}\n\n{_how(single)}"
+    return f"{user[:end]}\n\n{listed}\n\n{HOW_TO_CHOOSE}{user[end:]}"
 
 
 def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) -> dict[str, Any]:

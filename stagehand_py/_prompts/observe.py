@@ -52,17 +52,8 @@ class ObserveAnswer(BaseModel):
     )
 
 
-#: What observe() asks, after the outline.
-OBSERVE_TASK = (
-    "Task: find the elements of the outline that match the instruction and, for each, the action that "
-    "serves it.\n"
-    "- Prefer the element that receives the input itself (the textbox, the button, the link) over its "
-    "container or its label text.\n"
-    "- Leave out disabled elements unless the instruction asks for them.\n"
-    "- When the instruction gives no value to fill, type, select or press, leave the arguments empty "
-    "([]) rather than invent one: the user will supply it.\n"
-    "- When nothing matches, return an empty list rather than a guess."
-)
+#: observe()'s closing line, after the instruction (the task is :data:`.common.ELEMENT_TASK`).
+OBSERVE_ANSWER = "Answer: every element that fits, best first."
 
 
 def observe_system(fence: Fence) -> str:
@@ -72,5 +63,5 @@ def observe_system(fence: Fence) -> str:
 
 def observe_user(instruction: str, outline: str, fence: Fence, *, variables: Mapping[str, str],
                  part: tuple[int, int] | None = None) -> str:
-    """The user message: the fenced outline (or one part), then the task, instruction and variables."""
-    return instruction_with_outline(instruction, outline, fence, variables=variables, part=part, task=OBSERVE_TASK)
+    """The user message: the fenced outline (or one part), then the task, instruction, variables and answer line."""
+    return instruction_with_outline(instruction, outline, fence, variables=variables, part=part, answer=OBSERVE_ANSWER)

@@ -50,7 +50,8 @@ async def test_no_prompt_shows_an_id_the_page_does_not_have(page, server) -> Non
         asked[request.purpose] = asked.get(request.purpose, 0) + 1
         first = asked[request.purpose] == 1
         if request.purpose == "observe":  # a wrong id first: the re-ask message must not invent one
-            return {"elements": [element("Next page" if first else find_id(request, "link: Next page"), "click")]}
+            # (text that names no line: a line's own name would be taken as that element)
+            return {"elements": [element("the next one" if first else find_id(request, "link: Next page"), "click")]}
         if request.purpose == "act":
             return {"elements": [element(find_id(request, "link: Next page"), "click")], "opens_options": False}
         link = "the next page link" if first else find_id(request, "link: Next page")

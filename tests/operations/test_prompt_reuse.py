@@ -89,6 +89,12 @@ async def test_observe_then_act_then_extract_share_the_page_byte_for_byte(make_s
     assert shared(observe, act) >= end and shared(observe, extract) >= end
     assert outline_end(act) == end == outline_end(extract)
     assert act[end:].count("Instruction:") == 1 and "Instruction:" not in act[:end]
+    if not choice:
+        # observe and act ask one task: an act after an observe pays only for its instruction and its
+        # closing line. (In choice mode an act that types offers only the fields, so from the choices
+        # on it differs; test_in_choice_mode_observe_and_act_share_the_choices_too has a click.)
+        assert shared(observe, act) >= act.index("Instruction:")
+        assert len(act) - act.index("Instruction:") < 400, act[act.index("Instruction:"):]
 
 
 async def test_control_with_the_layout_off_the_calls_share_only_the_system_prompt(make_stagehand, server,
@@ -141,3 +147,4 @@ async def test_in_choice_mode_observe_and_act_share_the_choices_too(make_stageha
     assert "Choices:" in observe[outline_end(observe):choices_end]
     assert shared(observe, act) >= choices_end
     assert act.index("Instruction:") > choices_end
+    assert shared(observe, act) >= act.index("Instruction:")  # the task and how to choose too
