@@ -5,8 +5,8 @@
   the page changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 - Custom dropdowns, menus and other two-step controls: when the model says its click opens
   options, the page is read again after the click, the outlines are diffed, and the model
-  picks among the elements that appeared or changed only (unless the click loaded another page:
-  then it opened nothing, and the act is done). The element just clicked is never
+  picks among the elements that appeared or changed only (unless the click loaded another page,
+  or was on a checkbox, radio, switch or tab: then it opened nothing, and the act is done). The element just clicked is never
   offered nor accepted again (a second click would close the list, flip a sort back, untick a
   box); when nothing new appeared, the act ends after the one click.
 - An action whose value the instruction did not give (``Action.missing_arguments``) runs only
@@ -88,8 +88,8 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
         return act_system(fence), act_user(instruction, outline, fence, variables=variables, part=part)
 
     def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
-        opens.append(out.opens_options)
         problems, actions = check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
+        opens.append(out.opens_options and not _completes_itself(actions, page))
         return problems, as_instruction_gives(actions, instruction)
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
@@ -100,6 +100,21 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
         return None, False
     action = answers[-1][0]
     return action, opens[-1] and action.method == "click"
+
+
+#: Roles whose click is the whole act: it sets the element's own state and opens no options (a
+#: small model says a checkbox opens some; a second step would then click what changed after it).
+_COMPLETE_ON_CLICK = frozenset({"checkbox", "radio", "switch", "tab", "menuitemcheckbox", "menuitemradio", "option"})
+
+
+def _completes_itself(actions: list[Action], page: PageRead) -> bool:
+    """Whether the planned click is on an element whose click opens nothing (:data:`_COMPLETE_ON_CLICK`)."""
+    if not actions:
+        return False
+    path = actions[0].selector.removeprefix("xpath=")
+    eid = next((eid for eid, p in page.snapshot.xpath_map.items() if p == path), None)
+    element = page.snapshot.element(eid) if eid is not None else None
+    return element is not None and element.role in _COMPLETE_ON_CLICK
 
 
 def _without(text: str, eid: str | None) -> str:

@@ -4,9 +4,10 @@ appeared or changed, and the element just clicked is never clicked again in the 
 
 from __future__ import annotations
 
+import pytest
 from _server import Response
 
-from stagehand_py.testing import FunctionLLM
+from stagehand_py.testing import FunctionLLM, capture_requests
 
 from ._ops import element, find_id, first_user
 
@@ -102,3 +103,35 @@ async def test_sort_toggle_header_is_clicked_once(make_stagehand, server):
     assert await sh.page.get_attribute("#price-head", "aria-sort") == "ascending"
     assert await sh.page.eval_on_selector_all("#rows td", "cells => cells.map(c => c.innerText)") == ["10", "20", "30"]
     assert (await sh.page.evaluate("window.clicks"))["sort"] == 1
+
+
+TICK = """<!DOCTYPE html><html><head><title>Sign in</title></head><body>
+<label><input type="checkbox" id="remember"> Remember me</label>
+<button id="more" onclick="document.getElementById('extra').hidden = false">More options</button>
+<p id="extra" hidden><a href="#forever" id="forever" onclick="window.forever = true">Remember forever</a></p>
+<script>
+  // Ticking the box shows the same extra link: something new appears after either click.
+  document.getElementById("remember").onchange = () => { document.getElementById("extra").hidden = false; };
+</script></body></html>"""
+
+
+@pytest.mark.parametrize("clicked", ["checkbox: Remember me", "control-button: More options"])
+async def test_a_checkbox_said_to_open_options_is_just_ticked(make_stagehand, server, clicked):
+    """A 1.5B model said opens_options of the Remember me checkbox, and the act's second step then
+    clicked whatever changed after it. A checkbox, radio, switch or tab click opens no options:
+    the act is the tick alone. Control: a button said to open options gets its second step."""
+    opener = clicked.removeprefix("control-")
+    model, step2 = two_step_model(opener, "link: Remember forever")
+    sh = await make_stagehand(model=FunctionLLM(model))
+    with server.route(f"/tick-{len(clicked)}.html", lambda req: Response.html(TICK)):
+        await sh.page.goto(server.url(f"tick-{len(clicked)}.html"))
+    with capture_requests() as calls:
+        result = await sh.act("tick Remember me" if opener.startswith("checkbox") else "remember forever")
+    assert result.success
+    if opener.startswith("checkbox"):
+        assert len(calls) == 1 and not step2 and len(result.dispatched) == 1
+        assert await sh.page.is_checked("#remember")
+        assert not await sh.page.evaluate("window.forever === true")
+    else:
+        assert len(calls) == 2 and len(step2) == 1 and len(result.dispatched) == 2
+        assert await sh.page.evaluate("window.forever === true")
