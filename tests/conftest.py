@@ -6,6 +6,7 @@
                     site from ``server``, so its frames run out of process.
 * ``pw``            session; the async Playwright object.
 * ``browser``       session; Debian's Chromium, headless, with the flags in tests/_browser.py.
+* ``launched_stagehand`` session; a ``Stagehand.launch()``, for ``_browser.stagehand_beside``.
 * ``context``       function; a fresh BrowserContext, closed after the test.
 * ``page``          function; a new Page in ``context``.
 
@@ -21,9 +22,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from _browser import launch_chromium
+from _browser import CHROMIUM_EXECUTABLE, launch_chromium
 from _server import StaticServer, start_pair
 from playwright.async_api import async_playwright
+
+from stagehand_py import Stagehand
 
 # pytest's own fixture for running pytest on a scratch project (tests/plugin).
 pytest_plugins = ["pytester"]
@@ -188,6 +191,17 @@ async def browser(pw):
     browser = await launch_chromium(pw)
     yield browser
     await browser.close()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def launched_stagehand(pw):
+    """One ``Stagehand.launch()`` per session (per xdist worker): tests of the launched page kind
+    get a context of their own in its browser (``_browser.stagehand_beside``) instead of a
+    Chromium each."""
+    sh = await Stagehand.launch(executable_path=CHROMIUM_EXECUTABLE, _playwright=pw)
+    assert sh._session.direct is not None  # the launched path really is the direct one
+    yield sh
+    await sh.close()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
