@@ -10,9 +10,12 @@ fetched offer was missed in about half the runs: an open finding, not yet explai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import re
 
+import pytest_asyncio
+from _browser import new_stagehand_of_kind
 from _server import Response
 
 from stagehand_py.testing import FunctionLLM
@@ -53,6 +56,15 @@ def good_model(request):
     m = re.search(rf"\[(\d+-\d+)\] button: {name} offer", user)
     elements = [{"element_id": m.group(1), "description": f"{name} offer", "method": "click", "arguments": []}] if m else []
     return {"elements": elements, "opens_options": False} if request.purpose == "act" else {"elements": elements}
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def make_stagehand(page_path, context, launched_stagehand):
+    """The conftest's ``make_stagehand``, but a launched Stagehand's page is a context of its own in
+    the session's launched Chromium (``_browser.stagehand_beside``): eight Chromium launches a
+    run, seconds each on loaded cores, that nothing here is about."""
+    async with contextlib.AsyncExitStack() as made:
+        yield lambda **options: new_stagehand_of_kind(made, page_path, context, launched_stagehand, **options)
 
 
 _pages = itertools.count()

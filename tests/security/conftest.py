@@ -9,30 +9,21 @@ started (the library's own flags and init scripts, driven over its direct CDP co
                       the library's parts directly.
 
 Launching a browser per test costs seconds on a loaded machine, so the launched browser is
-started once per session by ``Stagehand.launch()`` and each test gets a new context in it, with
-a Stagehand sharing the launched session's direct CDP connection.
+started once per session by ``Stagehand.launch()`` (``launched_stagehand``, tests/conftest.py)
+and each test gets a new context in it, with a Stagehand sharing the launched session's direct
+CDP connection (``_browser.stagehand_beside``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import urllib.parse
 
 import pytest
 import pytest_asyncio
 import websockets
-from _browser import CHROMIUM_EXECUTABLE
+from _browser import new_stagehand_of_kind
 from _server import Request, Response
-
-from stagehand_py import Stagehand
-from stagehand_py.browser._session import BrowserSession
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def launched_stagehand(pw):
-    sh = await Stagehand.launch(executable_path=CHROMIUM_EXECUTABLE, _playwright=pw)
-    assert sh._session.direct is not None  # the launched path really is the direct one
-    yield sh
-    await sh.close()
 
 
 @pytest.fixture(params=["wrapped", "launched"])
@@ -42,28 +33,8 @@ def page_kind(request) -> str:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def new_stagehand(page_kind, context, launched_stagehand):
-    made: list[Stagehand] = []
-    contexts = []
-
-    async def make(**options) -> Stagehand:
-        if page_kind == "launched":
-            launched = launched_stagehand
-            own = await launched.page.context.browser.new_context(viewport={"width": 1280, "height": 800})
-            contexts.append(own)
-            page = await own.new_page()
-            sh = Stagehand(page, _session=BrowserSession(page=page, direct=launched._session.direct), **options)
-            await sh._install_helpers()  # what launch() does before the first navigation
-        else:
-            sh = Stagehand(await context.new_page(), **options)
-        made.append(sh)
-        return sh
-
-    yield make
-    for sh in made:
-        sh._session.direct = None  # shared with the launched Stagehand: it closes it
-        await sh.close()
-    for own in contexts:
-        await own.close()
+    async with contextlib.AsyncExitStack() as made:
+        yield lambda **options: new_stagehand_of_kind(made, page_kind, context, launched_stagehand, **options)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -28,7 +28,13 @@ def _page(body: str) -> str:
     return f"<!doctype html><title>start</title>{body}"
 
 
-WS_SCRIPT = "const s = new WebSocket('{ws}'); s.onopen = () => s.send('secret');"
+# The worker channels the guard cannot see (UNSEEN below) tell the page when their attempt is
+# over (the fetch settled, the socket closed), and the page then asks the allowed host for
+# /settled: the event that shows nothing more can come from that attempt.
+SETTLED = "settled.then(() => {report}('settled'));"
+WS_SCRIPT = ("const s = new WebSocket('{ws}'); s.onopen = () => s.send('secret');"
+             " const settled = new Promise((end) => {{ s.onclose = end; }});")
+ON_REPORT = "onmessage = () => fetch('/settled');"
 
 CHANNELS: dict[str, tuple[dict[str, tuple[str, str, dict[str, str]]], str]] = {
     "refresh-header": ({"/hop": ("", "text/html", {"Refresh": "0; url={steal}"})}, _page("<a id=go href='/hop'>go</a>")),
@@ -46,7 +52,9 @@ CHANNELS: dict[str, tuple[dict[str, tuple[str, str, dict[str, str]]], str]] = {
     "dedicated-worker": ({"/worker.js": ("fetch('{steal}');", JS, {})}, _page("<script>new Worker('/worker.js');</script>")),
     "dedicated-worker-import": ({"/worker.js": ("importScripts('{steal}');", JS, {})},
                                 _page("<script>new Worker('/worker.js');</script>")),
-    "shared-worker": ({"/shared.js": ("fetch('{steal}');", JS, {})}, _page("<script>new SharedWorker('/shared.js');</script>")),
+    "shared-worker": ({"/shared.js": ("const settled = fetch('{steal}').catch(() => 0);"
+                                      " onconnect = (e) => " + SETTLED.format(report="e.ports[0].postMessage"), JS, {})},
+                      _page(f"<script>new SharedWorker('/shared.js').port.{ON_REPORT}</script>")),
     "service-worker": ({"/sw.js": ("self.addEventListener('install', (e) => e.waitUntil(fetch('{steal}').catch(() => 0)));", JS, {})},
                        _page("<script>navigator.serviceWorker.register('/sw.js');</script>")),
     "csp-report": ({"/csp": ("<!doctype html><img src='/nothing.png'>", "text/html",
@@ -55,8 +63,11 @@ CHANNELS: dict[str, tuple[dict[str, tuple[str, str, dict[str, str]]], str]] = {
 }
 
 WS_CHANNELS: dict[str, tuple[dict[str, tuple[str, str, dict[str, str]]], str]] = {
-    "worker-websocket": ({"/ws-worker.js": (WS_SCRIPT, JS, {})}, _page("<script>new Worker('/ws-worker.js');</script>")),
-    "shared-worker-websocket": ({"/ws-shared.js": (WS_SCRIPT, JS, {})}, _page("<script>new SharedWorker('/ws-shared.js');</script>")),
+    "worker-websocket": ({"/ws-worker.js": (WS_SCRIPT + SETTLED.format(report="postMessage"), JS, {})},
+                         _page(f"<script>new Worker('/ws-worker.js').{ON_REPORT}</script>")),
+    "shared-worker-websocket": ({"/ws-shared.js": (WS_SCRIPT + " onconnect = (e) => " + SETTLED.format(report="e.ports[0].postMessage"),
+                                                   JS, {})},
+                                _page(f"<script>new SharedWorker('/ws-shared.js').port.{ON_REPORT}</script>")),
     "iframe-websocket": ({"/ws-frame": ("<script>new WebSocket('{ws}');</script>", "text/html", {})},
                          _page("<iframe src='/ws-frame'></iframe>")),
 }
@@ -64,7 +75,8 @@ WS_CHANNELS: dict[str, tuple[dict[str, tuple[str, str, dict[str, str]]], str]] =
 
 async def _open_channel(page, server, routes, html: str, fill: dict[str, str], done, patience: int = 150) -> None:
     """Open the page that uses the channel and wait (``patience`` tenths of a second at most)
-    until ``done()``: the guard recorded the block, or the hostile host was reached."""
+    until ``done()``: the guard recorded the block, the hostile host was reached, or (a channel
+    the guard cannot see) the page reported the attempt over."""
     with contextlib.ExitStack() as stack:
         for path, (body, ctype, headers) in routes.items():
             resp = Response(200, body.format(**fill), ctype, {k: v.format(**fill) for k, v in headers.items()})
@@ -83,8 +95,9 @@ async def _open_channel(page, server, routes, html: str, fill: dict[str, str], d
 
 #: Channels that never get out while the guard is installed but that the guard does not see, so
 #: it cannot record them: Chromium fails a worker's WebSocket and a shared worker's fetch under
-#: request interception (allowed hosts too). For these the guarded case can only wait (3 s, where
-#: the control reaches the host in well under one) and see that nothing arrived.
+#: request interception (allowed hosts too). For these the guarded case waits until the worker
+#: reports its attempt over (the fetch settled, the socket closed: /settled on the allowed host),
+#: asserts that report came, and sees that nothing arrived.
 UNSEEN = {"shared-worker", "worker-websocket", "shared-worker-websocket"}
 
 CASES = [(kind, guarded, pk) for kind in [*CHANNELS, *WS_CHANNELS] for guarded, pk in
@@ -96,6 +109,8 @@ CASES = [(kind, guarded, pk) for kind in [*CHANNELS, *WS_CHANNELS] for guarded, 
 async def test_no_channel_reaches_another_host(page, server, cross_server, hostile, hostile_ws, kind: str, guarded: bool) -> None:
     ws_url, handshakes = hostile_ws
     routes, html = CHANNELS.get(kind) or WS_CHANNELS[kind]
+    settled: list[str] = []  # the page's reports that a worker's attempt is over (UNSEEN kinds)
+    report = lambda req: settled.append(req.path) or Response(204, "", "text/plain")  # noqa: E731
     guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page)
     if guarded:
         await guard.install()
@@ -103,9 +118,11 @@ async def test_no_channel_reaches_another_host(page, server, cross_server, hosti
         target = cross_server.origin if kind in CHANNELS else ws_url.rsplit("/", 1)[0]
         blocked = lambda: [b for b in guard.blocked if b.url.startswith(target)]  # noqa: E731
         reached = handshakes if kind in WS_CHANNELS else hostile
-        await _open_channel(page, server, routes, html, {"steal": cross_server.url(f"steal?kind={kind}"), "ws": ws_url},
-                            done=lambda: bool(reached or (guarded and blocked())), patience=30 if guarded and kind in UNSEEN else 150)
-        await asyncio.sleep(0.2)  # a leak racing the block would land by now
+        with server.route("/settled", report):
+            await _open_channel(page, server, routes, html, {"steal": cross_server.url(f"steal?kind={kind}"), "ws": ws_url},
+                                done=lambda: bool(reached or (guarded and (settled if kind in UNSEEN else blocked()))))
+        if guarded:  # (a control's hit cannot be undone: nothing to wait for once it came)
+            await asyncio.sleep(0.2)  # a leak racing the block or the report would land by now
     finally:
         await guard.uninstall()
         for other in page.context.pages:
@@ -113,7 +130,9 @@ async def test_no_channel_reaches_another_host(page, server, cross_server, hosti
                 await other.close()
     if guarded:
         assert reached == [], f"{kind} reached the other host"
-        if kind not in UNSEEN:
+        if kind in UNSEEN:
+            assert settled, f"{kind}: the worker never reported its attempt over, so nothing shows it was made"
+        else:
             assert blocked(), f"the guard never saw {kind}: {guard.blocked}"
     else:
         assert reached, f"control: {kind} never reached the other host, so the guarded case proves nothing"

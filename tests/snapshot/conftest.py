@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
 import pytest_asyncio
+from _browser import new_stagehand_of_kind
 
 from stagehand_py import Stagehand
 
@@ -21,13 +23,12 @@ def snapshot_path(request) -> str:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def sh(snapshot_path, context, pw):
+async def sh(snapshot_path, context, launched_stagehand):
     # A fresh page per test either way: frame ordinals are kept for a page's lifetime. A launched
-    # Stagehand starts its own Chromium with the session's Playwright driver (not a Node process per test).
-    stagehand = (await Stagehand.launch(_playwright=pw) if snapshot_path == "launched"
-                 else Stagehand(await context.new_page()))
-    yield stagehand
-    await stagehand.close()
+    # Stagehand's page is in a context of its own in the session's launched Chromium (its flags,
+    # its init scripts, its direct CDP connection), not in a Chromium per test.
+    async with contextlib.AsyncExitStack() as made:
+        yield await new_stagehand_of_kind(made, snapshot_path, context, launched_stagehand)
 
 
 @pytest.fixture
@@ -37,8 +38,10 @@ def page(sh):
 
 
 async def load(page, url: str) -> None:
+    """Open ``url`` and wait for its load event and each frame's. No page these tests load
+    requests anything after its load event (only dynamic.html fetches, on a click), so waiting
+    for the network to stay quiet 500 ms more ("networkidle") waited for nothing."""
     await page.goto(url)
-    await page.wait_for_load_state("networkidle")
     for frame in page.frames:
         await frame.wait_for_load_state()
 

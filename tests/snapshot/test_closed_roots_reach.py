@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from _browser import stagehand_beside
 
 from stagehand_py import Action, Stagehand
 from stagehand_py._actions import execute_action
@@ -30,14 +31,15 @@ def _model(request):
 
 
 @pytest.fixture(params=["wrapped-after-load", "launched"])
-async def loaded(request, context, server, pw):
-    if request.param == "launched":  # its own Chromium, the session's Playwright driver
-        stagehand = await Stagehand.launch(model=FunctionLLM(_model), _playwright=pw)
-        await load(stagehand.page, server.url("closed_frames.html"))
-    else:
-        page = await context.new_page()
-        await load(page, server.url("closed_frames.html"))  # loaded first: our hooks were not there
-        stagehand = Stagehand(page, model=FunctionLLM(_model))
+async def loaded(request, context, server, launched_stagehand):
+    if request.param == "launched":  # a context of its own in the session's launched Chromium
+        async with stagehand_beside(launched_stagehand, model=FunctionLLM(_model)) as stagehand:
+            await load(stagehand.page, server.url("closed_frames.html"))
+            yield stagehand
+        return
+    page = await context.new_page()
+    await load(page, server.url("closed_frames.html"))  # loaded first: our hooks were not there
+    stagehand = Stagehand(page, model=FunctionLLM(_model))
     yield stagehand
     await stagehand.close()
 

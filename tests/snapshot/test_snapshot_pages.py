@@ -7,6 +7,8 @@ import asyncio
 import re
 
 import pytest
+import pytest_asyncio
+from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE
 
 from stagehand_py import ElementNotFoundError, InvalidArgumentError, PageClosedError, Stagehand
 from stagehand_py.browser._cdp import PageTargets
@@ -268,23 +270,33 @@ async def test_launched_browser_uses_the_direct_channel_and_agrees_with_the_rela
     assert normalize_ids(direct.tree) == normalize_ids(relay.tree)
 
 
-@pytest.mark.parametrize("path", ["forms.html", "aria.html", "shadow.html"])
-async def test_the_outline_does_not_depend_on_chromes_own_accessibility_flag(pw, server, path) -> None:
-    """Roles and names are ours: a browser exposing Chrome's computedRole (the flag we used to
-    launch with) and one without it give the same outline."""
-    from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE  # the test browser's own flags
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def computed_role_browser(pw):
+    """A Chromium exposing Chrome's computedRole (the flag we used to launch with), once for the
+    file: each test opens its own context in it."""
+    browser = await pw.chromium.launch(executable_path=CHROMIUM_EXECUTABLE,
+                                       args=[*CHROMIUM_ARGS, "--enable-blink-features=ComputedAccessibilityInfo"])
+    yield browser
+    await browser.close()
 
+
+@pytest.mark.parametrize("path", ["forms.html", "aria.html", "shadow.html"])
+async def test_the_outline_does_not_depend_on_chromes_own_accessibility_flag(browser, computed_role_browser, server,
+                                                                          path) -> None:
+    """Roles and names are ours: a browser exposing Chrome's computedRole (the flag we used to
+    launch with) and one without it (the session's, launched with the test flags alone) give the
+    same outline."""
     trees = []
-    for extra in ([], ["--enable-blink-features=ComputedAccessibilityInfo"]):
-        browser = await pw.chromium.launch(executable_path=CHROMIUM_EXECUTABLE, args=[*CHROMIUM_ARGS, *extra])
+    for each, exposes_computed_role in ((browser, False), (computed_role_browser, True)):
+        context = await each.new_context()
         try:
-            page = await browser.new_page()
-            assert await page.evaluate("'computedRole' in Element.prototype") == bool(extra)
+            page = await context.new_page()
+            assert await page.evaluate("'computedRole' in Element.prototype") == exposes_computed_role
             await load(page, server.url(path))
             async with Stagehand(page) as stagehand:
                 trees.append(normalize_ids((await stagehand.snapshot()).tree))
         finally:
-            await browser.close()
+            await context.close()
     assert trees[0] == trees[1] == GOLDEN[path]
 
 
