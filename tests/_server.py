@@ -18,12 +18,13 @@ It serves a folder (``tests/assets`` by default) from 127.0.0.1 only. Two extras
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mimetypes
 import posixpath
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -179,6 +180,18 @@ class StaticServer(ThreadingHTTPServer):
     def route(self, path: str, handler: Handler) -> Route:
         self.routes[path] = handler
         return Route(self, path)
+
+    @contextlib.contextmanager
+    def recording(self, path: str, response: Response) -> Iterator[list[str]]:
+        """Route ``path`` to ``response`` for the ``with`` block, yielding the paths it received."""
+        received: list[str] = []
+
+        def record(req: Request) -> Response:
+            received.append(req.path)
+            return response
+
+        with self.route(path, record):
+            yield received
 
     def unroute(self, path: str) -> None:
         self.routes.pop(path, None)

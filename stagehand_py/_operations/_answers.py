@@ -10,7 +10,7 @@ reasonably answers is taken rather than re-asked:
   option's name it is re-asked, never moved to a sibling the model did not pick;
 - an element given by the text of its outline line instead of its id ('textbox: Password',
   'Inner button', '43' for '0-43') is that element when the text names exactly one
-  (:func:`picked_element`); text that names several is re-asked with their ids listed;
+  (:func:`elements_meant`); text that names several is re-asked with their ids listed;
 - with ``missing_values=True`` (observe, act's planner), ``fill``/``type``/``select_option``/
   ``press`` without the value the instruction did not give are kept: the value becomes a
   ``%placeholder%`` named after the element, listed in ``Action.missing_arguments``, for the
@@ -36,8 +36,8 @@ from ..snapshot import Snapshot
 
 logger = logging.getLogger("stagehand_py._operations")
 
-__all__ = ["VALUE_ARGUMENTS", "as_instruction_gives", "check_elements", "element_id", "example_id", "lines_named",
-           "picked_element", "to_action"]
+__all__ = ["VALUE_ARGUMENTS", "as_instruction_gives", "check_elements", "element_id", "elements_meant", "example_id",
+           "lines_named", "to_action"]
 
 _ID = re.compile(r"^\[?\s*(\d+-\d+)\s*\]?$")
 # A native <select>'s option (maybe inside an <optgroup>): the path of the select, then the option.
@@ -54,19 +54,17 @@ def element_id(raw: str, snapshot: Snapshot) -> str | None:
     return None
 
 
-def picked_element(raw: str, snapshot: Snapshot) -> str | None:
-    """The element an observe/act answer picked: its id (:func:`element_id`), or the one element
-    ``raw`` names otherwise: '42' for '0-42' when one frame has a 42, or the line's own text
-    (:func:`lines_named`). Only for an element the model acts on: a URL field's answer must be
-    an id or a link's URL, never a name."""
+def elements_meant(raw: str, snapshot: Snapshot) -> list[str]:
+    """The ids an observe/act answer's ``raw`` element may mean: its id; else, for '42', the ids
+    numbered 42 in any frame (the frame ordinal dropped); else the lines whose text it is
+    (:func:`lines_named`). One id is the element picked. Only for an element the model acts on: a
+    URL field's answer must be an id or a link's URL, never a name."""
     if not isinstance(raw, str) or _ID.match(raw.strip()):
-        return element_id(raw, snapshot)
+        eid = element_id(raw, snapshot)
+        return [] if eid is None else [eid]
     if (number := raw.strip(" []")).isdigit():
-        # The frame ordinal dropped: taken only when one frame has that number.
-        found = [eid for eid in snapshot.xpath_map if eid.partition("-")[2] == number]
-    else:
-        found = lines_named(raw, snapshot)
-    return found[0] if len(found) == 1 else None
+        return [eid for eid in snapshot.xpath_map if eid.partition("-")[2] == number]
+    return lines_named(raw, snapshot)
 
 
 def lines_named(raw: str, snapshot: Snapshot) -> list[str]:
@@ -171,9 +169,9 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, vari
     # (the field's own name) is filled by that variable.
     taken: set[str] = set()
     for n, element in enumerate(elements):
-        eid = picked_element(element.element_id, snapshot)
+        several = elements_meant(element.element_id, snapshot)
+        eid = several[0] if len(several) == 1 else None
         if eid is None:
-            several = lines_named(element.element_id, snapshot)
             hint = (f"; it reads like the lines {', '.join(f'[{i}]' for i in several[:6])}: answer with the id of the "
                     "one you mean" if 1 < len(several) <= 6 else "")
             problems.append(

@@ -26,6 +26,7 @@ from .._prompts.common import Fence
 from .._secrets import VariableSet
 from .._session import OperationContext
 from .._types import Action, ActResult
+from ..snapshot import Snapshot
 from ._answers import VALUE_ARGUMENTS, as_instruction_gives, check_elements
 from ._heal import remember, replay, run_action, run_checked
 from ._pipeline import (
@@ -109,12 +110,14 @@ _COMPLETE_ON_CLICK = frozenset({"checkbox", "radio", "switch", "tab", "menuitemc
 
 def _completes_itself(actions: list[Action], page: PageRead) -> bool:
     """Whether the planned click is on an element whose click opens nothing (:data:`_COMPLETE_ON_CLICK`)."""
-    if not actions:
-        return False
-    path = actions[0].selector.removeprefix("xpath=")
-    eid = next((eid for eid, p in page.snapshot.xpath_map.items() if p == path), None)
+    eid = _id_of(actions[0], page.snapshot) if actions else None
     element = page.snapshot.element(eid) if eid is not None else None
     return element is not None and element.role in _COMPLETE_ON_CLICK
+
+
+def _id_of(action: Action, snapshot: Snapshot) -> str | None:
+    """The id of ``action``'s element in ``snapshot``, or None when it is not there."""
+    return next((eid for eid, path in snapshot.xpath_map.items() if f"xpath={path}" == action.selector), None)
 
 
 def _without(text: str, eid: str | None) -> str:
@@ -130,7 +133,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
     the click, never the element just clicked (a second click would close the list, flip the
     sort order back or untick the box). None when nothing new appeared or nothing fits."""
     page = await read_page(ctx)
-    opener = next((eid for eid, path in page.snapshot.xpath_map.items() if f"xpath={path}" == clicked.selector), None)
+    opener = _id_of(clicked, page.snapshot)
     appeared = new_lines(before, _without(page.text, opener))
     if not appeared.strip():
         logger.info("act %r: the click on %s made nothing new appear; nothing more to choose", instruction,

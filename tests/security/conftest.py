@@ -63,13 +63,7 @@ def search_site(server):
 @pytest.fixture
 def hostile(cross_server):
     """Requests the hostile host received (paths)."""
-    hits: list[str] = []
-
-    def record(req: Request) -> Response:
-        hits.append(req.path)
-        return Response.html("<title>stolen</title><p>you reached the hostile host</p>")
-
-    with cross_server.route("/steal", record):
+    with cross_server.recording("/steal", Response.html("<title>stolen</title><p>you reached the hostile host</p>")) as hits:
         yield hits
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from _server import Request, Response
+from _server import Response
 
 from stagehand_py import InvalidArgumentError, InvalidSchemaError, Stagehand, StagehandTimeoutError
 from stagehand_py._util import ref_target
@@ -29,13 +29,7 @@ from stagehand_py.testing import FunctionLLM
 @pytest.fixture
 def schema_host(cross_server):
     """A schema the hostile host serves, and the requests it got for it."""
-    hits: list[str] = []
-
-    def schema(req: Request) -> Response:
-        hits.append(req.path)
-        return Response.json({"type": "string"})
-
-    with cross_server.route("/schema.json", schema):
+    with cross_server.recording("/schema.json", Response.json({"type": "string"})) as hits:
         yield cross_server.url("schema.json"), hits
 
 

@@ -173,13 +173,7 @@ def _sentinel_js(hops, server) -> str:
 @pytest.fixture
 def sentinel(server):
     """The requests ``/sentinel`` received."""
-    arrived: list[str] = []
-
-    def record(req: Request) -> Response:
-        arrived.append(req.path)
-        return Response.html("<title>sentinel</title>")
-
-    with server.route("/sentinel", record):
+    with server.recording("/sentinel", Response.html("<title>sentinel</title>")) as arrived:
         yield arrived
 
 
