@@ -12,6 +12,7 @@ from ._usage import Usage
 __all__ = [
     "Action",
     "ActResult",
+    "Repair",
     "SavedDownload",
     "ActionMethod",
     "VariableSpec",
@@ -100,6 +101,30 @@ class SavedDownload(BaseModel):
     url: str
 
 
+class Repair(BaseModel):
+    """A model answer the page showed to be a near miss, and what the library did about it.
+
+    The library corrects an answer only where the page makes the correction unambiguous (an
+    ``<option>`` picked for ``select_option`` is its own ``<select>``; a link's name that exactly one
+    link has is that link's id); otherwise it re-asks once with the valid choices. Either way the
+    result says so here. ``answered`` and ``done`` carry placeholders, never variable values.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    #: What kind of near miss, e.g. ``"option_to_select"``, ``"not_editable"``, ``"unknown_option"``,
+    #: ``"link_name_to_id"``, ``"value_not_on_page"``, ``"invented_placeholder"``.
+    kind: str
+    #: What the model answered, in words (``"select_option ['Germany'] on [0-12] option: Germany"``).
+    answered: str
+    #: What the library did instead (``"select_option ['Germany'] on [0-10] combobox: Country"``,
+    #: ``"re-asked with the 3 editable elements"``, ``"left out field 'subtitle'"``).
+    done: str
+    #: ``"corrected"`` when the page decided it; ``"re-asked"`` when the model was asked again with
+    #: the valid choices; ``"dropped"`` when a value was left out of extracted data.
+    outcome: Literal["corrected", "re-asked", "dropped"] = "corrected"
+
+
 class ActResult(BaseModel):
     """What ``act()`` did."""
 
@@ -123,6 +148,8 @@ class ActResult(BaseModel):
     #: What was sent to the page, in order (``"click on xpath=..."``): each entry may have taken
     #: effect, and none is ever sent twice by a self-heal.
     dispatched: list[str] = Field(default_factory=list)
+    #: Near misses in the model's answer that the page corrected or that were re-asked, in order.
+    repairs: list[Repair] = Field(default_factory=list)
 
 
 class VariableSpec(TypedDict, total=False):

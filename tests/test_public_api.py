@@ -38,6 +38,7 @@ TOP_LEVEL = {
     "Action",
     "ActionMethod",
     "ActResult",
+    "Repair",
     "ElementIdentity",
     "Variables",
     "VariableSpec",
