@@ -45,6 +45,7 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
+from ._operations._extract_report import ExtractedValue, ExtractResult
 from ._operations.expect import Expectation
 from ._secrets import Secret
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
@@ -73,6 +74,8 @@ __all__ = [
     "ActionMethod",
     "ActResult",
     "Repair",
+    "ExtractResult",
+    "ExtractedValue",
     "ElementIdentity",
     "Variables",
     "Secret",

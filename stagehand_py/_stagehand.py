@@ -19,6 +19,7 @@ from ._operations import act as _act
 from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
+from ._operations._extract_report import ExtractResult
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
@@ -454,11 +455,21 @@ class Stagehand:
 
     @overload
     async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
-                      screenshot: bool = ..., timeout: float | None = ...) -> M: ...
+                      screenshot: bool = ..., timeout: float | None = ..., report: Literal[False] = ...) -> M: ...
+
+    @overload
+    async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
+                      screenshot: bool = ..., timeout: float | None = ..., report: Literal[True]) -> ExtractResult[M]: ...
 
     @overload
     async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
-                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...) -> Any: ...
+                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...,
+                      report: Literal[False] = ...) -> Any: ...
+
+    @overload
+    async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
+                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...,
+                      report: Literal[True]) -> ExtractResult[Any]: ...
 
     async def extract(
         self,
@@ -468,6 +479,7 @@ class Stagehand:
         selector: str | None = None,
         screenshot: bool = False,
         timeout: float | None = None,
+        report: bool = False,
     ) -> Any:
         """Extract data from the page.
 
@@ -479,12 +491,21 @@ class Stagehand:
         URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
         ``screenshot=True`` adds a screenshot of the page (or of the ``selector`` region) so values
         only visible as pixels can be read; it needs a model that accepts images.
+
+        A model in choice mode (the default for local models) answers each field with one of the
+        page's numbered text lines, and the value is read from that line. ``report=True`` returns
+        an :class:`~stagehand_py.ExtractResult`: the same data in ``.data``, with the line each
+        value was read from, the fields the model wrote itself (``generated``), the near misses
+        repaired (``repairs``) and the fields left out (``dropped``).
         """
         instruction = _check_instruction("extract", instruction, required=False)
+        if not isinstance(report, bool):
+            raise InvalidArgumentError(f"extract(report=...) takes True or False, not {report!r}.")
         ctx = self._context("extract", timeout=timeout)
-        return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
-                                                                              screenshot=screenshot),
-                               instruction=instruction, session=ctx.session)
+        result = await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
+                                                                                screenshot=screenshot),
+                                 instruction=instruction, session=ctx.session)
+        return result if report else result.data
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
                      timeout: float | None = None) -> Expectation:

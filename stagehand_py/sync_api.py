@@ -41,6 +41,7 @@ from pydantic import BaseModel
 from ._cache import ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
+from ._operations._extract_report import ExtractResult
 from ._operations.expect import Expectation
 from ._stagehand import DOWNLOAD_WAIT, SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
@@ -307,7 +308,20 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
+        report: Literal[False] = ...,
     ) -> M: ...
+
+    @overload
+    def extract(
+        self,
+        instruction: str | None = ...,
+        *,
+        schema: type[M],
+        selector: str | None = ...,
+        screenshot: bool = ...,
+        timeout: float | None = ...,
+        report: Literal[True],
+    ) -> ExtractResult[M]: ...
 
     @overload
     def extract(
@@ -318,7 +332,20 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
+        report: Literal[False] = ...,
     ) -> Any: ...
+
+    @overload
+    def extract(
+        self,
+        instruction: str | None = ...,
+        schema: dict[str, Any] | None = ...,
+        *,
+        selector: str | None = ...,
+        screenshot: bool = ...,
+        timeout: float | None = ...,
+        report: Literal[True],
+    ) -> ExtractResult[Any]: ...
 
     def extract(
         self,
@@ -328,9 +355,11 @@ class Stagehand:
         selector: str | None = None,
         screenshot: bool = False,
         timeout: float | None = None,
+        report: bool = False,
     ) -> Any:
         """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
-        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot, timeout=timeout))
+        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot,
+                                            timeout=timeout, report=cast(Any, report)))
 
     # --- agent and judge -------------------------------------------------------------------
 

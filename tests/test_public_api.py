@@ -39,6 +39,8 @@ TOP_LEVEL = {
     "ActionMethod",
     "ActResult",
     "Repair",
+    "ExtractResult",
+    "ExtractedValue",
     "ElementIdentity",
     "Variables",
     "VariableSpec",
