@@ -165,6 +165,7 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     """What every step does whatever the mode: capture, the loop's notices, then the mode's step."""
     await run.emit("step_started", {"max_steps": run.max_steps})
     state = await mode.capture(run)
+    run.page_states[run.step] = state.signature
     fence = Fence()  # a fresh nonce for every request
     notices = await _notices(run, state, fence)
     run.last_url = state.url
@@ -299,6 +300,7 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
                     reason = "the previous action failed"
                 else:
                     current = await mode.capture(run)  # a fresh outline for this sub-action
+                    run.page_states[run.step + 1] = current.signature
                     reason = batch_abort_reason(
                         url_before=url_before, url_now=current.url, navigations=len(navigations),
                         actionable_before=actionable_before,
