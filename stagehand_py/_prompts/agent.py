@@ -387,7 +387,7 @@ def choice_step_system_prompt(fence: Fence, *, placeholders: bool = False) -> st
     return (
         "You control a web browser to do a task for the user, one action per step. Each step shows "
         "the task, what you did so far, and the current page: its text and a list of the "
-        "actions possible now (an action already done on this page is not listed again).\n"
+        "actions possible now (an action already done on this page, or one that changed nothing, is not listed again).\n"
         "Answer with JSON: \"next_goal\" (a few words: what this action is for), \"choice\" (one action "
         "copied exactly from the list) and \"value\":\n"
         f"- 'type into ...': value is {value};\n"

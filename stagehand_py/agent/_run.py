@@ -161,6 +161,9 @@ class Run:
         self.last_messages: list[dict[str, Any]] = []
         self.guard: DomainGuard | None = None
         self.last_signature: str | None = None
+        #: The page state (its signature) each step began on: step n's action left the page in
+        #: the state step n + 1 began on.
+        self.page_states: dict[int, str] = {}
         self.last_action = ""
         #: Per-run state of the mode (the native computer-use conversation).
         self.mode_state: Any = None

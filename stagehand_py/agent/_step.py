@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from .._errors import (
     AgentError,
@@ -118,32 +118,54 @@ async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, 
 
 async def run_loop(run: Run, mode: Mode, toolset: ToolSet) -> AgentResult:
     """Step until the run is finished (by a tool, the budget, the clock or the breaker); the
-    result is built once, by :func:`finish`."""
+    result is built once, by :func:`finish`. Whatever else goes wrong leaves as a library error:
+    a :class:`StagehandError` as it is, anything else as an :class:`AgentError` with its cause."""
     try:
-        while True:
-            run.step += 1
+        try:
+            await _steps(run, mode, toolset)
+        except Finished as fin:
+            return await finish(run, fin)
+    except StagehandError:
+        raise
+    except Exception as exc:  # no untyped exception leaves execute(): say where the run stopped
+        raise AgentError(f"the agent run stopped at step {run.step} on an unexpected error: "
+                         f"{type(exc).__name__}: {run.redact(str(exc))}") from _safe_cause(run, exc)
+
+
+async def _steps(run: Run, mode: Mode, toolset: ToolSet) -> NoReturn:
+    """The steps, until one raises :class:`Finished`."""
+    while True:
+        run.step += 1
+        if run.budget.out_of_time(time.monotonic()):
+            run.step -= 1
+            raise await consolidate(run, "the time budget ran out")
+        if run.step > run.max_steps:
+            run.step -= 1
+            raise await consolidate(run, f"all {run.max_steps} steps were used")
+        remaining = None if run.budget.deadline is None else max(0.0, run.budget.deadline - time.monotonic())
+        try:
+            async with asyncio.timeout(remaining):
+                await traced_agent_step(run.step, lambda: _one_step(run, mode, toolset))
+        except TimeoutError as exc:
             if run.budget.out_of_time(time.monotonic()):
-                run.step -= 1
-                raise await consolidate(run, "the time budget ran out")
-            if run.step > run.max_steps:
-                run.step -= 1
-                raise await consolidate(run, f"all {run.max_steps} steps were used")
-            remaining = None if run.budget.deadline is None else max(0.0, run.budget.deadline - time.monotonic())
-            try:
-                async with asyncio.timeout(remaining):
-                    await traced_agent_step(run.step, lambda: _one_step(run, mode, toolset))
-            except TimeoutError:
-                if run.budget.out_of_time(time.monotonic()):
-                    raise await consolidate(run, "the time budget ran out during a step") from None
-                raise
-    except Finished as fin:
-        return await finish(run, fin)
+                raise await consolidate(run, "the time budget ran out during a step") from None
+            raise AgentError(f"agent step {run.step} stopped on a timeout outside any tool: "
+                             f"{type(exc).__name__}: {run.redact(str(exc))}") from _safe_cause(run, exc)
+
+
+def _safe_cause(run: Run, exc: BaseException) -> BaseException:
+    """The cause to chain: ``exc``, or a redacted stand-in when its text shows a variable's value
+    (a traceback prints the cause)."""
+    text = str(exc)
+    shown = run.redact(text)
+    return exc if shown == text else StagehandError(f"{type(exc).__name__}: {shown}")
 
 
 async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     """What every step does whatever the mode: capture, the loop's notices, then the mode's step."""
     await run.emit("step_started", {"max_steps": run.max_steps})
     state = await mode.capture(run)
+    run.page_states[run.step] = state.signature
     fence = Fence()  # a fresh nonce for every request
     notices = await _notices(run, state, fence)
     run.last_url = state.url
@@ -226,11 +248,15 @@ async def run_tool(
                 outcome = await tool.run(run, args_model)
         else:
             outcome = await tool.run(run, args_model)
-    except (TimeoutError, asyncio.CancelledError):
-        raise
-    except TestDoubleError:
-        raise
+    except (asyncio.CancelledError, TestDoubleError):
+        raise  # the run's deadline cancels the step; a broken test script must fail loudly
     except Exception as exc:
+        # A tool's own failure is a step the model works around: a verb's timeout
+        # (StagehandTimeoutError is a TimeoutError), an element that never became actionable, a
+        # navigation error. Only the run's deadline ends the run (it arrives as a cancellation;
+        # a TimeoutError once the deadline has passed is that deadline too).
+        if isinstance(exc, TimeoutError) and run.budget.out_of_time(time.monotonic()):
+            raise
         # Playwright's call log repeats the call (typed text included): the first line says it all.
         message = str(exc).split("\nCall log:", 1)[0].strip()
         outcome = ToolOutcome(ok=False, text=f"{type(exc).__name__}: {message}", error=exc)
@@ -274,6 +300,7 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
                     reason = "the previous action failed"
                 else:
                     current = await mode.capture(run)  # a fresh outline for this sub-action
+                    run.page_states[run.step + 1] = current.signature
                     reason = batch_abort_reason(
                         url_before=url_before, url_now=current.url, navigations=len(navigations),
                         actionable_before=actionable_before,
