@@ -26,6 +26,7 @@ from .._stagehand import Stagehand
 from .._types import Action
 from ..agent._domains import DomainGuard, url_allowed
 from ..llm import LLMClient
+from ..llm._model_files import FETCH_COMMAND
 from ..llm._policy import token_budget_for
 from ..snapshot import Snapshot
 from ._config import MCPServerConfig
@@ -158,7 +159,7 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
             raise InvalidArgumentError(
                 "this tool needs a model and the server has none: set OPENAI_API_KEY or ANTHROPIC_API_KEY in the "
                 "server's environment, give \"model\" in its configuration, or install the embedded model "
-                "(bash scripts/setup.sh). navigate, snapshot, act_on_element, screenshot and the tab tools work without one."
+                f"({FETCH_COMMAND}). navigate, snapshot, act_on_element, screenshot and the tab tools work without one."
             )
 
     @server.tool(description="Open a URL in the active tab. Returns the page's title and final URL.")

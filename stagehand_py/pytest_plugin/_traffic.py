@@ -65,7 +65,7 @@ class ModelTraffic:
             "hosted": "Record it once with a real key, e.g. `OPENAI_API_KEY=... pytest {nodeid} --stagehand-record once` "
                       "(or ANTHROPIC_API_KEY for anthropic/ models)",
             "embedded": "Record it once with the embedded model, no key needed: `pytest {nodeid} --stagehand-record "
-                        "once` (run `bash scripts/setup.sh` first if the model is not installed)",
+                        "once` (run `stagehand-py model fetch` first if the model is not installed)",
             "model object": "Record it once with your model object: `pytest {nodeid} --stagehand-record once` "
                             "(it runs the model live and stores its answers)",
         }[kind]
