@@ -63,7 +63,7 @@ NOT_ON_PAGE = "none: not on the page"
 EXTRACT_CHOICE_TASK = (
     "Task: answer with the data the instruction asks for, read from the page lines above. For each "
     "field, copy the line that holds its value, ending with its [number]; for a value that is only part "
-    "of a line, stop where the value ends ('Frank Herbert [7]' from 'by Frank Herbert [7]'). A number: "
+    "of a line, stop where the value ends ('Ada Lovelace [3]' from 'by Ada Lovelace [3]'). A number: "
     "the number as written and its line's [number]. A link: its line. A list: one answer per item, in "
     f"page order. When no line holds a value, answer '{NOT_ON_PAGE}'; never guess."
 )
