@@ -12,6 +12,8 @@ from ._usage import Usage
 __all__ = [
     "Action",
     "ActResult",
+    "BlockedKind",
+    "BlockedRequest",
     "Repair",
     "SavedDownload",
     "ActionMethod",
@@ -99,6 +101,24 @@ class SavedDownload(BaseModel):
     sha256: str
     #: The URL the file came from.
     url: str
+
+
+#: What a blocked request was: a navigation, a subresource or ``fetch``, a new tab, or a
+#: speculative load (speculation rules).
+BlockedKind: TypeAlias = Literal["navigation", "request", "popup", "speculation"]
+
+
+class BlockedRequest(BaseModel):
+    """A navigation, request or new tab stopped by ``allowed_domains``; ``kind="speculation"`` is a
+    speculative load (speculation rules) to another host the page asked for, refused
+    (``resource_type`` says which: ``prefetch``, ``prerender``, or ``speculation-rules header``
+    with the rule set's address); see docs/security.md for the rule sets it cannot refuse."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    kind: BlockedKind
+    resource_type: str = ""
 
 
 class Repair(BaseModel):

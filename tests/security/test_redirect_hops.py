@@ -17,7 +17,9 @@ from collections.abc import Callable
 import pytest
 from _server import Request, Response
 
-from stagehand_py.agent._domains import DomainGuard, url_allowed
+from stagehand_py.browser._guard import DomainGuard, _policy, _speculation, url_allowed
+from stagehand_py.browser._guard import _guard as guard_module
+from stagehand_py.browser._guard._routes import RouteCheck
 
 from .test_allowlist import SCENARIOS as KINDS
 from .test_allowlist import _run
@@ -49,7 +51,7 @@ async def _guard(page, server, how: str) -> DomainGuard:
     if how == "route-only":
         async def no_hop_check() -> None:
             return None
-        guard._watch_redirect_hops = no_hop_check  # type: ignore[method-assign]
+        guard._hops.install = no_hop_check  # type: ignore[method-assign]
     if how != "unguarded":
         await guard.install()
     return guard
@@ -234,10 +236,9 @@ async def _speculation_guard(page, server, how: str, monkeypatch) -> DomainGuard
         # The guard as it was before the remover and the Connection-Allowlist header (routes,
         # browser-level interception, prerendering off): the control that shows none of those
         # stops the prefetch.
-        from stagehand_py.agent import _domains  # the guard's own names for the remover and the headers
-        monkeypatch.setattr(_domains, "REMOVER_SOURCE", "")
-        monkeypatch.setattr(_domains, "RULES_HEADER", "x-no-such-header")
-        monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
+        monkeypatch.setattr(_speculation, "REMOVER_SOURCE", "")
+        monkeypatch.setattr(_speculation, "RULES_HEADER", "x-no-such-header")
+        monkeypatch.setattr(guard_module, "allowlist_enforced", lambda version: False)
     return await _guard(page, server, "unguarded" if how == "control-unguarded" else "guarded")
 
 
@@ -324,11 +325,9 @@ async def test_rules_the_remover_cannot_reach(page, server, cross_server, specul
     the browser's ``Preload`` events either way. The control is the guard on a browser that does
     not enforce the header (its version check says so): everything else of the guard in place,
     the prefetch reaches the other host, and a warning says so."""
-    from stagehand_py.agent import _domains
-
     url, hits = speculation_site(delivery)
     if how != "guarded":
-        monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
+        monkeypatch.setattr(guard_module, "allowlist_enforced", lambda version: False)
     guard = await _guard(page, server, "guarded")
     prefetch = ("speculation", "prefetch", cross_server.url("dyn?v=prefetch"))
     try:
@@ -357,11 +356,9 @@ async def test_a_document_reached_through_redirects_gets_the_header_too(page, se
                                                                        hops, sentinel, monkeypatch, how: str) -> None:
     """The route sees only a chain's first hop; the document at its end gets its header from the
     guard's browser-level interception."""
-    from stagehand_py.agent import _domains
-
     url, hits = speculation_site("closed-shadow-root")
     if how != "guarded":
-        monkeypatch.setattr(_domains, "ALLOWLIST_HEADER", "x-no-such-header")
+        monkeypatch.setattr(_speculation, "ALLOWLIST_HEADER", "x-no-such-header")
     guard = await _guard(page, server, "guarded")
     try:
         if how == "guarded":
@@ -400,10 +397,7 @@ async def test_the_header_admits_exactly_what_the_allowlist_admits(page, server,
                                                                    urls: list[str]) -> None:
     """Each URL pattern of the header, read by Chromium's own ``URLPattern``, against the guard's
     own reading of the allowlist."""
-    from stagehand_py.agent._domains import _parse_pattern
-    from stagehand_py.agent._speculation import connection_allowlist
-
-    header = connection_allowlist([_parse_pattern(p) for p in patterns])
+    header = _policy.connection_allowlist([_policy.parse_pattern(p) for p in patterns])
     assert header.startswith("(") and header.endswith(");redirects=allow")
     items = [json.loads(item) for item in header[1:header.index(");")].replace('" "', '"\n"').split("\n")]
     await page.goto(server.url("index.html"))
@@ -416,19 +410,14 @@ async def test_the_header_admits_exactly_what_the_allowlist_admits(page, server,
 def test_control_a_pattern_left_to_url_pattern_defaults_reads_differently() -> None:
     """Why every pattern names its port and path: the guard admits any port of a host named
     without one, and an explicit default port for the other schemes too."""
-    from stagehand_py.agent._domains import _parse_pattern
-    from stagehand_py.agent._speculation import connection_allowlist
-
-    assert connection_allowlist([_parse_pattern("example.com")]) == '("*://example.com:*/*");redirects=allow'
-    assert connection_allowlist([_parse_pattern("example.com:443")]) == (
+    assert _policy.connection_allowlist([_policy.parse_pattern("example.com")]) == '("*://example.com:*/*");redirects=allow'
+    assert _policy.connection_allowlist([_policy.parse_pattern("example.com:443")]) == (
         '("*://example.com:443/*" "https://example.com/*" "wss://example.com/*");redirects=allow')
 
 
 @pytest.mark.parametrize("version", ["156.0.7632.6", "HeadlessChrome/152.0.1.2", "151.0.7000.1", "", "unknown"])
 def test_the_header_is_used_from_chromium_152(version: str) -> None:
-    from stagehand_py.agent._speculation import allowlist_enforced
-
-    assert allowlist_enforced(version) is version.removeprefix("HeadlessChrome/").startswith(("156", "152"))
+    assert _policy.allowlist_enforced(version) is version.removeprefix("HeadlessChrome/").startswith(("156", "152"))
 
 
 SECRET = "hunter2 pass!"
@@ -451,7 +440,7 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
             " window.settled = Promise.all([ended(document.querySelector('img')), ended(document.querySelector('iframe')),"
             f" fetch('{steal}&fetch').catch(() => 0)]).then(() => true);</script>")
     if how != "guarded":
-        monkeypatch.setattr(DomainGuard, "_on_request_failed", lambda self, request: None)
+        monkeypatch.setattr(RouteCheck, "on_request_failed", lambda self, request: None)
         monkeypatch.setattr(DomainGuard, "_on_error_page", lambda self, page, frame: None)
     guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page, redact=lambda t: redact_text(t, {"pw": SECRET}))
     await guard.install()
