@@ -49,8 +49,8 @@ __all__ = [
     "recorded_results",
 ]
 
-SampleStatus: TypeAlias = Literal["done", "partial_success", "failed", "needs_review"]
-STATUSES: tuple[SampleStatus, ...] = ("done", "partial_success", "failed", "needs_review")
+SampleStatus: TypeAlias = Literal["done", "unverified", "partial_success", "failed", "needs_review"]
+STATUSES: tuple[SampleStatus, ...] = ("done", "unverified", "partial_success", "failed", "needs_review")
 #: The status recorded for a row the user's interrupt (Ctrl-C) stopped or kept from starting;
 #: never a runner's answer, and never complete: ``--resume`` runs the row again.
 CANCELLED = "cancelled"
