@@ -503,23 +503,11 @@ class Stagehand:
     @overload
     async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
                       selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...,
-                      report: Literal[False] = ...) -> Any: ...
+                      report: bool = ...) -> Any: ...
 
-    @overload
-    async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
-                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...,
-                      report: Literal[True]) -> ExtractResult[Any]: ...
-
-    async def extract(
-        self,
-        instruction: str | None = None,
-        schema: type[BaseModel] | dict[str, Any] | None = None,
-        *,
-        selector: str | None = None,
-        screenshot: bool = False,
-        timeout: float | None = None,
-        report: bool = False,
-    ) -> Any:
+    async def extract(self, instruction: str | None = None, schema: type[BaseModel] | dict[str, Any] | None = None, *,
+                      selector: str | None = None, screenshot: bool = False, timeout: float | None = None,
+                      report: bool = False) -> Any:
         """Extract data from the page.
 
         - ``schema`` a pydantic model class: returns an instance; a JSON Schema dict: returns
@@ -529,21 +517,16 @@ class Stagehand:
 
         URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
         ``screenshot=True`` adds a screenshot of the page (or of the ``selector`` region) so values
-        only visible as pixels can be read; it needs a model that accepts images.
-
-        A model in choice mode (the default for local models) answers each field with one of the
-        page's numbered text lines, and the value is read from that line. ``report=True`` returns
-        an :class:`~stagehand_py.ExtractResult`: the same data in ``.data``, with the line each
-        value was read from, the fields the model wrote itself (``generated``), the near misses
-        repaired (``repairs``) and the fields left out (``dropped``).
+        only visible as pixels can be read; it needs a model that accepts images. A model in choice
+        mode (local models) answers each field with a page line, and the value is read from it.
+        ``report=True``: an :class:`~stagehand_py.ExtractResult` (data, sources, repairs, dropped fields).
         """
         instruction = _check_instruction("extract", instruction, required=False)
         if not isinstance(report, bool):
             raise InvalidArgumentError(f"extract(report=...) takes True or False, not {report!r}.")
         ctx = self._context("extract", timeout=timeout)
-        result = await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
-                                                                                screenshot=screenshot),
-                                 instruction=instruction, session=ctx.session)
+        result = await self._run("extract", timeout, lambda: _extract.extract(
+            ctx, instruction, schema, selector=selector, screenshot=screenshot), instruction=instruction, session=ctx.session)
         return result if report else result.data
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,

@@ -346,20 +346,8 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
-        report: Literal[False] = ...,
+        report: bool = ...,
     ) -> Any: ...
-
-    @overload
-    def extract(
-        self,
-        instruction: str | None = ...,
-        schema: dict[str, Any] | None = ...,
-        *,
-        selector: str | None = ...,
-        screenshot: bool = ...,
-        timeout: float | None = ...,
-        report: Literal[True],
-    ) -> ExtractResult[Any]: ...
 
     def extract(
         self,
