@@ -188,6 +188,7 @@ async def test_close_takes_the_guard_away_from_the_users_page(page, server, cros
     async with Stagehand(page, allowed_domains=[f"127.0.0.1:{server.port}"]) as sh:
         with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
             await page.goto(cross_server.url("grab?v=open"))
+        await page.wait_for_url("chrome-error://chromewebdata/")  # committed after goto() raised
         assert [b.url for b in sh.blocked_requests] == [cross_server.url("grab?v=open")]
     response = await page.goto(cross_server.url("grab?v=closed"))
     assert response is not None and response.ok and grabbed == ["closed"]
