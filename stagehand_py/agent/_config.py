@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .._errors import InvalidArgumentError
+from ..browser._guard import check_patterns
 from ..llm import LanguageModel, LLMClient
-from ._domains import _parse_pattern
 from ._tools import Tool
 from ._types import AgentMode, SafetyCheck
 
@@ -37,7 +37,8 @@ class AgentConfig:
       ``cua_screen`` is the screenshot size the model sees; ``on_safety_check`` decides the
       model's safety checks).
     - ``allowed_domains``: glob patterns; every other navigation, request and new tab is
-      blocked while a task runs.
+      blocked while a task runs. On a Stagehand with its own ``allowed_domains`` they narrow
+      those for the run (a URL must pass both sets), never widen them.
     - ``checkpoint_path``, ``evidence_dir``: where progress and screenshots are written.
     - ``verify`` (default on): a ``done`` is a claim, checked before it is reported, first
       without a model: its output fits the ``output`` schema, every value of it is found in the
@@ -112,8 +113,8 @@ class AgentConfig:
             raise InvalidArgumentError("allowed_domains is a list of patterns, e.g. ['example.com', '*.example.com'].")
         if isinstance(self.tools, str) or callable(self.tools):
             raise InvalidArgumentError("tools is a list of functions or Tools.")
-        for pattern in self.allowed_domains or ():
-            _parse_pattern(pattern)  # a bad pattern is an error now, not during a run
+        if self.allowed_domains is not None:
+            check_patterns(self.allowed_domains)  # a bad pattern is an error now, not during a run
         # Frozen: normalised once, here.
         set_ = object.__setattr__
         set_(self, "tools", tuple(self.tools))

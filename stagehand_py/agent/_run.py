@@ -28,9 +28,9 @@ from .._operations._heal import identity_in
 from .._secrets import VariableSet
 from .._types import Action, ActResult
 from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
+from ..browser._guard import GuardLease
 from ..llm import LLMClient, Usage
 from ._config import AgentConfig
-from ._domains import DomainGuard
 from ._recording import RecordedStep, ReplayReport
 from ._types import (
     AgentEvent,
@@ -161,7 +161,7 @@ class Run:
         self.pending_images: list[bytes] = []
         self.notices: list[str] = []
         self.last_messages: list[dict[str, Any]] = []
-        self.guard: DomainGuard | None = None
+        self.guard: GuardLease | None = None
         self.last_signature: str | None = None
         #: The page state (its signature) each step began on: step n's action left the page in
         #: the state step n + 1 began on.

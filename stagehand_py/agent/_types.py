@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._types import BlockedRequest
 from ..llm import Usage
 from ._recording import ReplayReport, RunRecording
 
@@ -146,19 +147,6 @@ class CheckpointRecord(BaseModel):
     reason: str
     sha256: str
     path: str | None = None
-
-
-class BlockedRequest(BaseModel):
-    """A navigation, request or new tab stopped by ``allowed_domains``; ``kind="speculation"`` is a
-    speculative load (speculation rules) to another host the page asked for, refused
-    (``resource_type`` says which: ``prefetch``, ``prerender``, or ``speculation-rules header``
-    with the rule set's address); see docs/security.md for the rule sets it cannot refuse."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    kind: Literal["navigation", "request", "popup", "speculation"]
-    resource_type: str = ""
 
 
 class SafetyCheck(BaseModel):
