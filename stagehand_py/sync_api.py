@@ -33,6 +33,7 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, cast, overload
 
@@ -48,6 +49,7 @@ from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
 from .browser._options import BrowserOptions
+from .browser._recording import TraceMode
 from .browser._tabs import DownloadFailure
 from .llm import Metrics
 from .snapshot._model import Snapshot
@@ -96,6 +98,9 @@ class Stagehand:
         follow_new_tabs: bool = True,
         downloads_dir: str | os.PathLike[str] | None = None,
         allowed_domains: Sequence[str] | None = None,
+        trace: TraceMode = "off",
+        trace_path: str | os.PathLike[str] | None = None,
+        allow_secrets_in_trace: Sequence[str] = (),
         _core: AsyncStagehand | None = None,
         _playwright: SyncPlaywright | None = None,
     ) -> None:
@@ -127,6 +132,9 @@ class Stagehand:
                     follow_new_tabs=follow_new_tabs,
                     downloads_dir=downloads_dir,
                     allowed_domains=allowed_domains,
+                    trace=trace,
+                    trace_path=trace_path,
+                    allow_secrets_in_trace=allow_secrets_in_trace,
                 )
                 try:
                     await core.__aenter__()  # the allowed_domains guard, before the caller's next line
@@ -255,6 +263,11 @@ class Stagehand:
     def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Cookies and local storage, saved to ``path`` if given; see :meth:`stagehand_py.Stagehand.save_storage_state`."""
         return self._run(self._core.save_storage_state(path))
+
+    @property
+    def trace_path(self) -> Path | None:
+        """Where ``trace=`` wrote the trace on :meth:`close`; see :attr:`stagehand_py.Stagehand.trace_path`."""
+        return self._core.trace_path
 
     @property
     def blocked_requests(self) -> list[BlockedRequest]:

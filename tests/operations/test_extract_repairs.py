@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from _server import Response
 from pydantic import BaseModel
 
+from stagehand_py import InvalidArgumentError
 from stagehand_py._operations._extract_repairs import PageWords
 from stagehand_py.testing import FunctionLLM, ScriptedLLM, capture_requests
 
@@ -70,6 +72,8 @@ async def test_an_optional_string_found_nowhere_on_the_page_is_left_out_and_said
     (note,) = tmp_path.glob("*-extract-note.json")
     assert json.loads(note.read_text())["note"]["repairs"] == [dropped.model_dump()]
     assert len(list(tmp_path.glob("*-extract-a1.json"))) == 1
+    with pytest.raises(InvalidArgumentError, match=r"extract\(report=\.\.\.\) takes True or False, not 'yes'"):
+        await sh.extract("the title", schema=Book, report="yes")  # type: ignore[call-overload]
 
 
 async def test_a_required_string_found_nowhere_is_re_asked_once_then_kept(make_stagehand_beside, server):
