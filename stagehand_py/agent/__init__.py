@@ -10,6 +10,7 @@ a computer-use mode, allowed domains and a judge.
 
 from ._agent import Agent
 from ._config import AgentConfig, AgentOptions, SafetyCallback
+from ._outcome import PageView
 from ._run import EventCallback
 from ._tools import Tool, tool_from_function
 from ._types import (
@@ -44,6 +45,7 @@ __all__ = [
     "EvaluateResult",
     "EventCallback",
     "Evidence",
+    "PageView",
     "SafetyCallback",
     "SafetyCheck",
     "ScreenshotRecord",
