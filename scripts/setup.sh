@@ -7,7 +7,8 @@
 #   model's engine, xllamacpp, included: a prebuilt wheel, no compiler);
 # - the embedded model: the pinned Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB, SHA-256 checked)
 #   into $STAGEHAND_MODELS_DIR or ~/.cache/stagehand_py/models, so the main job and the real-model
-#   test run with no API key. Skip it with --no-model or STAGEHAND_SKIP_MODEL=1.
+#   test run with no API key (`stagehand-py model fetch`, the command a pip user runs). Skip it with
+#   --no-model or STAGEHAND_SKIP_MODEL=1.
 # Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,19 +51,12 @@ fi
 if [ -n "$skip_model" ]; then
     echo "setup: skipping the embedded model (--no-model / STAGEHAND_SKIP_MODEL); without a key, the examples then run their model-free part only" >&2
 else
-    model=$(.venv/bin/python -c '
-import json, pathlib, sys
-sys.path.insert(0, "scripts")
-from fetch_local_model import RECORD, default_dest
-spec = json.loads(RECORD.read_text())["qwen2.5-coder-1.5b"]
-path = default_dest() / spec["file"]
-print(path if path.is_file() and path.stat().st_size == spec["size"] else "")')
-    if [ -n "$model" ]; then
+    if model=$(.venv/bin/stagehand-py model path qwen2.5-coder-1.5b 2>/dev/null); then
         echo "setup: embedded model present ($model)" >&2
     else
         echo "setup: fetching the embedded model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB, SHA-256 checked)" >&2
         start=$(date +%s)
-        .venv/bin/python scripts/fetch_local_model.py --download >&2
+        .venv/bin/stagehand-py model fetch >&2
         echo "setup: model fetched and verified in $(( $(date +%s) - start )) s" >&2
     fi
 fi

@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from ._errors import ConfigurationError
 from .llm import LanguageModel, LLMClient, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
+from .llm._model_files import FETCH_COMMAND
 from .llm._policy import ModelChoice, default_model
 
 __all__ = ["LLMOptions", "ModelClients", "ModelSpec"]
@@ -105,5 +106,6 @@ class ModelClients:
             "Stagehand(..., model='openai/gpt-4.1-mini') (or any 'provider/model', or a model object such as "
             "stagehand_py.testing.FunctionLLM), set OPENAI_API_KEY or ANTHROPIC_API_KEY, use a local "
             "OpenAI-compatible server with model='openai/<name>', base_url='http://localhost:11434/v1', or "
-            "install the embedded model (bash scripts/setup.sh). snapshot() and act(<Action>) work without one."
+            f"install the embedded model, no key needed: `{FETCH_COMMAND}`. snapshot() and act(<Action>) work "
+            "without one."
         )

@@ -6,14 +6,17 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar, Unpack, overload
 
 from playwright.async_api import Page
 from pydantic import BaseModel
 
+from ._actions import action_title
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._inputs import check_instruction, required_instruction
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
@@ -22,8 +25,10 @@ from ._operations import observe as _observe
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
-from ._types import Action, ActResult, SavedDownload, Variables
-from .browser._options import BrowserOptions
+from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
+from .browser._guard import check_patterns
+from .browser._options import BrowserOptions, with_allowed_domains
+from .browser._recording import TraceMode, remember_variables, trace_group
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
@@ -68,6 +73,14 @@ class StagehandOptions(TypedDict, total=False):
     follow_new_tabs: bool
     #: Folder downloads are saved in (default: a new temporary folder, made on the first download).
     downloads_dir: str | os.PathLike[str] | None
+    #: Glob patterns of the hosts the browser context may reach while this Stagehand is open
+    #: (``"example.com"``, ``"*.example.com"``, ``"127.0.0.1:8080"``); see :class:`Stagehand`.
+    allowed_domains: Sequence[str] | None
+    #: A Playwright trace of the context, values scrubbed, written on close to ``trace_path``.
+    trace: TraceMode
+    trace_path: str | os.PathLike[str] | None
+    #: Variables whose values may be typed while a Playwright trace *you* started records.
+    allow_secrets_in_trace: Sequence[str]
 
 
 class Stagehand:
@@ -81,6 +94,10 @@ class Stagehand:
     - ``await Stagehand.connect("http://127.0.0.1:9222")`` attaches to a running browser.
 
     Use it as an async context manager to close it automatically.
+
+    ``allowed_domains`` holds the whole browser context to those hosts until :meth:`close`, your
+    own ``page.goto`` included (docs/security.md); ``launch()``/``connect()`` return guarded, and
+    ``Stagehand(page, ...)`` is guarded once entered (``async with``) or by its first call.
     """
 
     #: Marks the class the agent hands to tools that ask for the browser (see
@@ -101,6 +118,10 @@ class Stagehand:
         llm_options: LLMOptions | None = None,
         follow_new_tabs: bool = True,
         downloads_dir: str | os.PathLike[str] | None = None,
+        allowed_domains: Sequence[str] | None = None,
+        trace: TraceMode = "off",
+        trace_path: str | os.PathLike[str] | None = None,
+        allow_secrets_in_trace: Sequence[str] = (),
         _session: BrowserSession | None = None,
     ) -> None:
         if page is None or not hasattr(page, "context") or not hasattr(page, "goto"):
@@ -109,6 +130,8 @@ class Stagehand:
                 "For a sync Page use stagehand_py.sync_api.Stagehand; to start a browser use `await Stagehand.launch()`."
             )
         self._session = _session or BrowserSession(page=page)
+        self._session.guard_with(allowed_domains, redact=lambda text: self._variables_seen.redact(text))
+        self._session.trace.configure(trace, trace_path, what="Stagehand")
         self._tabs = Tabs(page, follow=bool(follow_new_tabs), downloads_dir=downloads_dir)
         self._pages = PageSessions(direct=self._session.direct)
         self._closed = False
@@ -122,7 +145,7 @@ class Stagehand:
         self._token_budget = token_budget or token_budget_for(self._models.model_name)
         self._dom_settle_timeout = float(dom_settle_timeout)
         # Every variable this Stagehand was given: their values stay hidden in later calls too.
-        self._variables_seen = VariableSet.of(None)
+        self._variables_seen = VariableSet.of(None).allowing_in_trace(allow_secrets_in_trace)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -148,16 +171,21 @@ class Stagehand:
         ``_playwright`` (private: the sync API's hook) is an async Playwright to launch with,
         left running on close.
         """
-        if browser_options is not None and not isinstance(browser_options, BrowserOptions):
-            raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
-        if viewport is not None and browser_options is not None and browser_options.viewport is not None:
-            raise InvalidArgumentError("viewport is given twice: pass it as launch(viewport=...) or in BrowserOptions, not both.")
+        browser_options = with_allowed_domains(browser_options, options.pop("allowed_domains", None), viewport=viewport)
         session = await launch_browser(
             headless=headless, executable_path=executable_path, args=args, viewport=viewport, playwright=_playwright,
             options=browser_options,
         )
-        sh = cls(session.page, _session=session, **options)
-        await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
+        return await cls._started(session, options)
+
+    @classmethod
+    async def _started(cls, session: BrowserSession, options: StagehandOptions) -> Stagehand:
+        try:  # on a failure here the session launch()/connect() opened is closed
+            sh = cls(session.page, _session=session, **options)
+            await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
+        except BaseException:
+            await session.close()
+            raise
         return sh
 
     @classmethod
@@ -186,35 +214,49 @@ class Stagehand:
                 "connect() needs exactly one of cdp_url= (a browser's DevTools endpoint, e.g. http://127.0.0.1:9222) "
                 "and ws_endpoint= (a Playwright server, e.g. ws://127.0.0.1:3000/)."
             )
-        if browser_options is not None and not isinstance(browser_options, BrowserOptions):
-            raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
+        allowed = options.pop("allowed_domains", None)
+        allowed = check_patterns(allowed) if allowed is not None else None  # before connecting
         if cdp_url is not None:
             if browser_options is not None or headers is not None:
                 raise InvalidArgumentError(
                     "browser_options and headers apply to connect(ws_endpoint=...) only: over CDP the browser's existing "
-                    "context is driven as it was set up."
+                    "context is driven as it was set up (allowed_domains= applies to it too)."
                 )
-            session = await connect_browser(cdp_url, playwright=_playwright)
+            session = await connect_browser(cdp_url, playwright=_playwright, allowed_domains=allowed)
         else:
             assert ws_endpoint is not None
             session = await connect_playwright_server(ws_endpoint, headers=headers, playwright=_playwright,
-                                                      options=browser_options)
-        return cls(session.page, _session=session, **options)
+                                                      options=with_allowed_domains(browser_options, allowed))
+        return await cls._started(session, options)
 
     async def close(self) -> None:
-        """Release what this Stagehand opened (its CDP sessions, and a browser it launched)."""
+        """Release what this Stagehand opened (CDP sessions, its guard, a browser it launched)."""
         if self._closed:
             return
         self._closed = True
         self._tabs.detach()
-        await self._pages.close()
-        await self._session.close()
+        try:
+            await self._pages.close()
+        finally:
+            await self._session.close()  # the guard first, then what the session opened
 
     async def __aenter__(self) -> Stagehand:
+        await self._guarded()
         return self
 
+    async def _guarded(self) -> None:  # the allowed_domains guard, before the first call (once)
+        self._check_not_closed()
+        await self._session.hold_guard()
+        await self._session.trace.start(self._session.page.context)
+
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._session.trace.failed |= exc is not None
         await self.close()
+
+    @property
+    def trace_path(self) -> Path | None:
+        """Where ``trace=`` wrote the trace on :meth:`close` (None before, or when not kept)."""
+        return self._session.trace.written
 
     # --- state ---------------------------------------------------------------------------
 
@@ -222,6 +264,13 @@ class Stagehand:
     def page(self) -> Page:
         """The Playwright ``Page`` this Stagehand drives (it follows new tabs: see :attr:`pages`)."""
         return self._tabs.current  # type: ignore[no-any-return]
+
+    @property
+    def blocked_requests(self) -> list[BlockedRequest]:
+        """What ``allowed_domains`` refused while this Stagehand held it (verbs, agent runs, your own
+        navigations), in order, this Stagehand's variable values redacted from each URL."""
+        guard = self._session.guard
+        return [b.model_copy(update={"url": self._variables_seen.redact(b.url)}) for b in guard.blocked] if guard else []
 
     @property
     def pages(self) -> list[Page]:
@@ -243,7 +292,7 @@ class Stagehand:
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a new tab in this Stagehand's browser context, drive it, and go to ``url`` if given."""
-        self._check_not_closed()
+        await self._guarded()
         created = await self.page.context.new_page()
         self._tabs.add(created)
         if url is not None:
@@ -318,6 +367,7 @@ class Stagehand:
         ``timeout`` (seconds, None for none) bounds the capture: a page whose script never yields
         the main thread raises :class:`StagehandTimeoutError` instead of hanging.
         """
+        await self._guarded()
         return await self._driven().snapshot(selector=selector, confidence=confidence, timeout=timeout)
 
     # --- models and operations -----------------------------------------------------------
@@ -357,13 +407,16 @@ class Stagehand:
         )
 
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
-                   instruction: str | None = None, *, session: PageSession | None = None) -> T:
-        """Run a verb on ``session`` (its operation's tab; default: the tab driven now)."""
+                   instruction: str | None = None, *, session: PageSession | None = None, title: str = "") -> T:
+        """Run a verb on ``session`` (default: the tab driven now); a trace's group names it."""
+        await self._guarded()
         session = session or self._driven()  # a verb's session: made by _context just now, checked open there
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:
-            async with asyncio.timeout(timeout) as scope:
+            remember_variables(session.page.context, self._variables_seen)
+            async with asyncio.timeout(timeout) as scope, trace_group(
+                    session.page, f"{what}: {instruction or title}".rstrip(": "), self._variables_seen):
                 await session.install_helpers()
                 return await traced_operation(what, operation, instruction=instruction, url=session.page.url,
                                               variables=self._variables_seen)
@@ -372,11 +425,15 @@ class Stagehand:
                 raise
             raise StagehandTimeoutError(f"{what}() did not finish within timeout={timeout:g} s.") from exc
         except PageClosedError:
+            self._session.trace.failed = True
             raise
         except Exception:
+            self._session.trace.failed = True
             if session.page.is_closed():
                 raise PageClosedError(f"{what}() failed because the page was closed.") from None
             raise
+        finally:
+            await self._session.sweep_blocked_tabs()  # a tab the verb opened to a refused address
 
     async def observe(
         self,
@@ -396,7 +453,7 @@ class Stagehand:
         ``vision``: ``"auto"`` adds an annotated screenshot (numbered boxes = outline ids) when the
         page's DOM confidence is low or the outline alone yields nothing; ``True`` always, ``False`` never.
         """
-        instruction = _check_instruction("observe", instruction, required=False)
+        instruction = check_instruction("observe", instruction, required=False)
         ctx = self._context("observe", variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
             ctx, instruction, selector=selector,
@@ -430,9 +487,9 @@ class Stagehand:
             self._driven().identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context("act", variables, timeout)
-            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action))
+            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action), title=action_title(action))
         if isinstance(action, str):
-            instruction = _required_instruction("act", action)
+            instruction = required_instruction("act", action)
             ctx = self._context("act", variables, timeout)
             return await self._act_reporting(
                 ctx, timeout, lambda: _act.act_instruction(ctx, instruction, vision),
@@ -441,12 +498,13 @@ class Stagehand:
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
         )
 
-    async def _act_reporting(self, ctx: OperationContext, timeout: float | None,
-                             operation: Callable[[], Awaitable[ActResult]], instruction: str | None = None) -> ActResult:
+    async def _act_reporting(self, ctx: OperationContext, timeout: float | None, operation: Callable[[], Awaitable[ActResult]],
+                             instruction: str | None = None, title: str = "") -> ActResult:
         """Run an act and add what it spent (model usage) and what it downloaded to its result."""
         spent_before = self.metrics.total
         downloads_before = len(self._tabs.downloads)
-        result = await self._run("act", timeout, operation, instruction=instruction, session=ctx.session)
+        result = await self._run("act", timeout, operation, instruction=instruction, session=ctx.session, title=title)
+        self._session.trace.failed |= not result.success
         # A download still running after this stays in the background and shows in `downloads` when saved.
         await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
         return result.model_copy(update={"usage": self.metrics.total - spent_before,
@@ -480,7 +538,7 @@ class Stagehand:
         ``screenshot=True`` adds a screenshot of the page (or of the ``selector`` region) so values
         only visible as pixels can be read; it needs a model that accepts images.
         """
-        instruction = _check_instruction("extract", instruction, required=False)
+        instruction = check_instruction("extract", instruction, required=False)
         ctx = self._context("extract", timeout=timeout)
         return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
                                                                               screenshot=screenshot),
@@ -495,7 +553,7 @@ class Stagehand:
         ``raise_on_failure``: raise :class:`ExpectationError` (an ``AssertionError``) with the
         evidence when the claim does not hold; ``None`` (default) raises inside a pytest test only.
         """
-        checked = _required_instruction("expect", claim)
+        checked = required_instruction("expect", claim)
         ctx = self._context("expect", timeout=timeout)
         verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
                                   instruction=checked, session=ctx.session)
@@ -513,7 +571,7 @@ class Stagehand:
         replace the config's): ``model`` defaults to this Stagehand's model; ``tools`` adds typed
         Python functions; ``mode="cua"`` drives the page by screenshot and coordinates;
         ``allowed_domains`` (glob patterns) blocks every other navigation, request and new tab
-        while a task runs; ``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
+        while a task runs (narrowing this Stagehand's own, never widening it); ``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
         ``on_safety_check`` and the long-horizon options are described on ``AgentConfig``.
         """
         from .agent import Agent, AgentConfig
@@ -523,7 +581,8 @@ class Stagehand:
             raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
         settings = (config or AgentConfig()).replace(options)
         client = self._models.make(settings.model) if settings.model is not None else self._models.require()
-        return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model))
+        return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model),
+                     before_run=self._guarded)
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:
@@ -537,20 +596,3 @@ class Stagehand:
         return await self._run("evaluate", timeout,
                                lambda: evaluate_page(self, client, question, screenshot=screenshot, variables=known),
                                instruction=question)
-
-
-def _check_instruction(what: str, instruction: object, *, required: bool) -> str | None:
-    if instruction is None and not required:
-        return None
-    if not isinstance(instruction, str) or not instruction.strip():
-        raise InvalidArgumentError(
-            f"{what}() needs a non-empty instruction string, got {instruction!r}."
-            + ("" if required else f" Leave it out (None) to {what} without one.")
-        )
-    return instruction.strip()
-
-
-def _required_instruction(what: str, instruction: object) -> str:
-    checked = _check_instruction(what, instruction, required=True)
-    assert checked is not None  # required=True never returns None
-    return checked

@@ -35,7 +35,7 @@ from .._prompts.choice import choice_line
 from .._prompts.common import Fence
 from .._usage import estimate_tokens
 from ..llm import GenerateResult, LLMClient, SystemMessage, UserMessage
-from ..snapshot import parse_outline
+from ..snapshot import SnapshotElement, parse_outline
 from ._tools import SCROLL_DID_NOT_MOVE
 
 if TYPE_CHECKING:
@@ -93,6 +93,20 @@ _STATE_ROLES = {"checkbox", "radio", "switch", "combobox", "option", "tab", "men
 _TASK_VERBS = {"choose", "select", "pick", "click", "press", "tick", "untick", "check", "uncheck", "type",
                "enter", "fill", "open", "follow", "go", "set", "put", "write", "submit", "report", "list",
                "find", "read", "tell", "then"}
+#: Roles of the fields a form (or a table's filter) is made of: typed into, chosen, ticked.
+_FIELD_ROLES = _TYPE_ROLES | {"combobox", "option", "checkbox", "radio", "switch", "listbox", "slider"}
+#: Containers of a table's rows: their links and buttons are the rows' own, not the page's controls.
+_TABLE_ROLES = {"table", "grid", "treegrid"}
+#: Containers whose buttons and links drive a form or a filter.
+_CONTROL_CONTAINERS = {"form", "search"}
+#: Words of a control (or of the group, region or form it sits in) that say it filters, searches
+#: or submits what the fields hold (not "add" or "save": a list's every item has those).
+_CONTROL_WORDS = re.compile(r"\b(filters?|search|find|sort|apply|go|submit|sign in|log in|login)\b", re.IGNORECASE)
+#: Order of the offered groups: what the task names, then the page's fields, then the buttons and
+#: links that drive a form or a filter, then the rest (page order within each group).
+_NAMED, _FIELD, _CONTROL, _OTHER = range(4)
+#: Roles of the structure around an element whose name says what its controls are for.
+_NAMED_CONTAINERS = {"form", "search", "group", "region", "navigation", "complementary", "toolbar", "radiogroup"}
 #: Roles whose parts read as one line (an item's name and price belong together).
 _ITEM_ROLES = {"listitem", "row"}
 _PLACEHOLDER = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%")
@@ -120,6 +134,19 @@ def uses_choice_step(client: LLMClient, mode_name: str) -> bool:
 
 
 @dataclass(frozen=True)
+class _Candidate:
+    """A page action the step may offer, with what decides whether and where it is offered."""
+
+    group: int
+    score: int
+    sets_state: bool
+    done: bool
+    order: int
+    label: str
+    action: tuple[str, dict[str, Any], str | None]
+
+
+@dataclass(frozen=True)
 class StepChoices:
     """The actions of one step: each line -> (tool, fixed args, which arg gets ``value``)."""
 
@@ -140,19 +167,46 @@ def action_key(tool: str, args: dict[str, Any]) -> Hashable:
     return (tool,)
 
 
-def _radio_groups(elements: Sequence[Any]) -> dict[str, str]:
+def _ancestry(elements: Sequence[SnapshotElement]) -> list[tuple[SnapshotElement, ...]]:
+    """Each element's ancestors in the outline, nearest last."""
+    out: list[tuple[SnapshotElement, ...]] = []
+    stack: list[SnapshotElement] = []
+    for element in elements:
+        while stack and stack[-1].depth >= element.depth:
+            stack.pop()
+        out.append(tuple(stack))
+        stack.append(element)
+    return out
+
+
+def _radio_groups(elements: Sequence[SnapshotElement],
+                  ancestry: Sequence[tuple[SnapshotElement, ...]] | None = None) -> dict[str, str]:
     """Each radio's group: its nearest ancestor that is a group, a radiogroup or a form (a radio
     sits in its label, so the parent alone would make every radio its own group)."""
+    ancestry = ancestry if ancestry is not None else _ancestry(elements)
     groups: dict[str, str] = {}
-    ancestors: list[Any] = []
-    for element in elements:
-        while ancestors and ancestors[-1].depth >= element.depth:
-            ancestors.pop()
+    for element, ancestors in zip(elements, ancestry, strict=True):
         if element.role == "radio":
             group = next((a for a in reversed(ancestors) if a.role in ("radiogroup", "group", "form")), None)
             groups[element.id] = group.id if group is not None else ""
-        ancestors.append(element)
     return groups
+
+
+def _offer_group(element: SnapshotElement, name: str, ancestors: Sequence[SnapshotElement], *, named: bool) -> int:
+    """Where an action is offered: what the task names first, then the page's fields (a form's,
+    a table's filter), then the buttons and links that submit a form or drive a filter or a
+    search, then the rest. A table's own rows are never a form or a filter."""
+    if named:
+        return _NAMED
+    if any(a.role in _TABLE_ROLES for a in ancestors):
+        return _OTHER
+    if element.role in _FIELD_ROLES:
+        return _FIELD
+    if ((element.role == "button" and any(a.role in _CONTROL_CONTAINERS for a in ancestors))
+            or _CONTROL_WORDS.search(name)
+            or any(a.role in _NAMED_CONTAINERS and _CONTROL_WORDS.search(a.name) for a in ancestors)):
+        return _CONTROL
+    return _OTHER
 
 
 def spent_actions(run: Run, state: PageState) -> set[Hashable]:
@@ -161,7 +215,7 @@ def spent_actions(run: Run, state: PageState) -> set[Hashable]:
     every state-setting action (typing, selecting, ticking, opening; any radio of a group
     once one is chosen), a note (one a page), a
     scroll that did not move, an action that failed twice; and whatever the last step did, even
-    if it failed."""
+    if it failed. And on this page state, every action that left it as it was."""
     url = run.redact(state.url)
     elements = parse_outline(state.outline or "")
     roles = {e.id: e.role for e in elements}
@@ -187,6 +241,11 @@ def spent_actions(run: Run, state: PageState) -> set[Hashable]:
             spent.add(("radio", radios[str(step.args.get("element_id"))]))
         elif step.tool == "save_progress" or (step.tool == "scroll" and step.result.startswith(SCROLL_DID_NOT_MOVE)):
             spent.add(key)
+    # An action that changed nothing is not offered again on the page state it left as it was
+    # (whatever the URL did before): the same click on the same page would change nothing again.
+    for step in run.steps:
+        if run.page_states.get(step.step) == state.signature == run.page_states.get(step.step + 1):
+            spent.add(action_key(step.tool, step.args))
     return spent
 
 
@@ -194,10 +253,13 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
                  max_page_actions: int = MAX_PAGE_ACTIONS, spent: Collection[Hashable] = (),
                  seen_links: Collection[str] = ()) -> StepChoices:
     """The actions a step offers: the outline's actionable lines as click / type / select
-    actions (the most relevant to ``instruction`` first, at most ``max_page_actions``), then the
-    general actions whose tools are ``offered`` (on the last step only done and fail), less the
-    ``spent`` ones (:func:`spent_actions`). When every state-setting action (type, select,
-    tick, open) whose name the instruction mentions is spent, the unmentioned ones go too.
+    actions, at most ``max_page_actions``, in the order that fits the task and the page: those
+    whose name ``instruction`` mentions, then the page's fields (a form's, a table's filter or
+    search), then the buttons and links that submit a form or drive a filter or search, then
+    the rest (a table's rows among them); then the general actions whose tools are ``offered``
+    (on the last step only done and fail); less the ``spent`` ones (:func:`spent_actions`).
+    When every state-setting action (type, select, tick, open) whose name the instruction
+    mentions is spent, the unmentioned ones go too.
 
     A native ``<select>`` (a combobox whose options the outline lists) becomes one action per
     option, ``"select: Country = Germany [0-30]"``: the model picks the option instead of writing it.
@@ -207,17 +269,18 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
     actions: dict[str, tuple[str, dict[str, Any], str | None]] = {}
     if "act" in offered:
         wanted = [t for t in terms(instruction) if t not in _TASK_VERBS]
-        candidates: list[tuple[int, bool, bool, int, str, tuple[str, dict[str, Any], str | None]]] = []
+        candidates: list[_Candidate] = []
         elements = parse_outline(outline)
-        radios = _radio_groups(elements)
-        for order, element in enumerate(elements):
+        ancestry = _ancestry(elements)
+        radios = _radio_groups(elements, ancestry)
+        for order, (element, ancestors) in enumerate(zip(elements, ancestry, strict=True)):
             if not element.actionable or "disabled" in element.flags:
                 continue
             following = elements[order + 1] if order + 1 < len(elements) else None
             if (element.role == "combobox" and following is not None and following.role == "option"
                     and following.depth > element.depth):
                 continue  # a native select: its options are the actions (clicking it opens nothing)
-            parent = next((e for e in reversed(elements[:order]) if e.depth < element.depth), None)
+            parent = ancestors[-1] if ancestors else None
             shown = "" if element.value is None else f' value="{element.value}"'
             line = choice_line(element.role, element.name + shown if element.name else "", element.id, details=shown)
             action: tuple[str, dict[str, Any], str | None]
@@ -238,20 +301,23 @@ def step_choices(outline: str, fence: Fence, *, instruction: str, offered: Seque
             score = sum(1 for t in wanted if any(w.startswith(t) or t.startswith(w) for w in words))
             sets_state = action[1]["method"] != "click" or element.role in _STATE_ROLES
             done = action_key(*action[:2]) in spent or ("radio", radios.get(element.id)) in spent
-            candidates.append((score, sets_state, done, order, fence.neutralise(label), action))
+            group = _offer_group(element, name, ancestors, named=score > 0)
+            candidates.append(_Candidate(group, score, sets_state, done, order, fence.neutralise(label), action))
         # Once every field the task names is set here, the fields it does not name are left
         # alone: a small model otherwise goes on ticking, typing into and opening whatever is
         # left (buttons and links stay: "Continue" is rarely named in a task).
-        relevant = [c for c in candidates if c[0] > 0 and c[1]]
-        finished_here = bool(relevant) and all(c[2] for c in relevant)
-        page = [(-score, order, label, action) for score, sets_state, done, order, label, action in candidates
-                if not done and not (finished_here and score == 0 and sets_state)]
-        kept = sorted(page, key=lambda item: (item[0], item[1]))[:max_page_actions]
-        for _, _, label, action in sorted(kept, key=lambda item: item[1]):  # page order reads best
-            actions.setdefault(label, action)
+        relevant = [c for c in candidates if c.score > 0 and c.sets_state]
+        finished_here = bool(relevant) and all(c.done for c in relevant)
+        page = [c for c in candidates if not c.done and not (finished_here and c.score == 0 and c.sets_state)]
+        # The most fitting first (what the task names, the fields, the form's and filter's
+        # controls), at most max_page_actions; offered in that order, page order within a group.
+        kept = sorted(page, key=lambda c: (c.group, -c.score, c.order))[:max_page_actions]
+        for c in sorted(kept, key=lambda c: (c.group, c.order)):
+            actions.setdefault(c.label, c.action)
     value_of = {"save_progress": "data", "done": "message", "fail": "reason"}
+    finish_only = "act" not in offered  # the last step: done stays offered whatever came before
     for label, (tool, args) in GENERAL.items():
-        if tool in offered and action_key(tool, args) not in spent:
+        if tool in offered and (action_key(tool, args) not in spent or (finish_only and tool == "done")):
             actions[label] = (tool, dict(args), value_of.get(tool))
     return StepChoices(actions)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import ConfigurationError, StagehandError
 from ..llm import LLMClient
+from ..llm._model_files import FETCH_COMMAND
 from ..llm._policy import default_model
 from ._evidence import EvidenceStore
 from ._factory import DEFAULT_RUNNER, RunnerFactory
@@ -82,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Parsed by stagehand_py.mcp (see main): listed here so that --help shows it.
     commands.add_parser("mcp", help="serve the browser to an MCP client (stagehand-py mcp --help)", add_help=False)
     add_replay_parser(commands)
+    # Parsed by stagehand_py.llm._model_cli (see main): listed here so that --help shows it.
+    commands.add_parser("model", help="fetch, list and locate the embedded model (stagehand-py model --help)",
+                        add_help=False)
     return parser
 
 
@@ -121,7 +125,7 @@ def _model_client(model: str | None) -> LLMClient:
     choice = default_model()
     if choice is None:
         raise SystemExit("--prompt and --memory need a model: pass --model (or --memory-model), set "
-                         "OPENAI_API_KEY or ANTHROPIC_API_KEY, or install the embedded model (bash scripts/setup.sh)")
+                         f"OPENAI_API_KEY or ANTHROPIC_API_KEY, or install the embedded model ({FETCH_COMMAND})")
     return LLMClient(choice.model, base_url=choice.base_url)
 
 
@@ -289,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         return mcp_main(argv[1:])
     if argv[:1] == ["replay"]:
         return replay_main(argv[1:])
+    if argv[:1] == ["model"]:
+        from ..llm._model_cli import main as model_main
+
+        return model_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)

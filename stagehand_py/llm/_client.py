@@ -431,6 +431,14 @@ class LLMClient:
             redactor.exception(exc)
             raise
 
+    async def log_note(self, purpose: str, note: Mapping[str, Any], *, secrets: Iterable[str] = ()) -> None:
+        """Add ``note`` to the inference log, when one is kept (``inference_log_dir``): what the
+        caller made of the answers of a ``purpose`` call, e.g. the near misses it repaired.
+        Redacted like the calls (the client's ``secrets`` and these)."""
+        if self._log is not None:
+            await self._log.write_note(model=self._model_label, purpose=purpose, note=dict(note),
+                                       redactor=self._redactor.with_extra(secrets))
+
     async def turn(
         self,
         messages: Sequence[Message],

@@ -63,7 +63,8 @@ def _image(part: ImagePart) -> dict[str, Any]:
 
 
 class InferenceLog:
-    """Writes ``<dir>/<utc time>-<seq>-<purpose>-a<attempt>.json`` per model call."""
+    """Writes ``<dir>/<utc time>-<seq>-<purpose>-a<attempt>.json`` per model call (and
+    ``...-note.json`` per note: :meth:`write_note`)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -100,10 +101,19 @@ class InferenceLog:
                 entry["response"]["response_id"] = response.response_id
         if error is not None:
             entry["error"] = {"type": type(error).__name__, "message": str(error)}
+        return await self._save(entry, request.purpose, f"a{request.attempt}", redactor)
+
+    async def write_note(self, *, model: str, purpose: str, note: dict[str, Any], redactor: Redactor) -> Path | None:
+        """A record that is no model call: what the caller made of the answers (the near misses it
+        repaired, say), as ``<utc time>-<seq>-<purpose>-note.json``, redacted like the calls."""
+        entry = {"time": datetime.now(UTC).isoformat(), "model": model, "purpose": purpose, "note": note}
+        return await self._save(entry, purpose, "note", redactor)
+
+    async def _save(self, entry: dict[str, Any], purpose: str, tail: str, redactor: Redactor) -> Path | None:
         entry = redactor.data(entry)
-        purpose = re.sub(r"[^a-zA-Z0-9_-]", "_", request.purpose)[:40]
+        purpose = re.sub(r"[^a-zA-Z0-9_-]", "_", purpose)[:40]
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        path = self.directory / f"{stamp}-{next(self._seq):05d}-{purpose}-a{request.attempt}.json"
+        path = self.directory / f"{stamp}-{next(self._seq):05d}-{purpose}-{tail}.json"
         text = json.dumps(entry, indent=2, default=str, ensure_ascii=False)
         try:
             await asyncio.to_thread(_write, path, text)

@@ -12,7 +12,7 @@
 4. No key: the embedded model in this process, when its engine (``xllamacpp``) is installed and
    its file is present: ``STAGEHAND_LOCAL_MODEL`` (a path or a file name), else
    :data:`EMBEDDED_MODEL_FILE` in the models folder (``$STAGEHAND_MODELS_DIR``, default
-   ``~/.cache/stagehand_py/models``; ``scripts/setup.sh`` fetches it).
+   ``~/.cache/stagehand_py/models``; ``stagehand-py model fetch`` fetches it).
 5. Nothing: None. Snapshots and acts on a given ``Action`` need no model.
 
 Pure: it reads the environment mapping and the file system, and makes no request.
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._providers._local import models_dir
+from ._model_files import models_dir
 
 __all__ = [
     "EMBEDDED_MODEL_FILE",
@@ -36,10 +36,11 @@ __all__ = [
     "DEFAULT_TOKEN_BUDGET",
     "ModelChoice",
     "default_model",
+    "local_model_file",
     "token_budget_for",
 ]
 
-#: The embedded model ``scripts/setup.sh`` fetches (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, SHA-256 checked).
+#: The embedded model ``stagehand-py model fetch`` fetches (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, SHA-256 checked).
 EMBEDDED_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 #: A model on this machine's CPU pays seconds per thousand prompt tokens: its prompts stay small.
 LOCAL_TOKEN_BUDGET = 6000
@@ -96,16 +97,26 @@ def default_model(environ: Mapping[str, str] | None = None) -> ModelChoice | Non
     return _embedded_model(env)
 
 
+def local_model_file(environ: Mapping[str, str] | None = None) -> tuple[Path | None, Path]:
+    """The file the embedded model would run (None when absent) and where it was looked for:
+    ``STAGEHAND_LOCAL_MODEL`` (a path, or a file name in the models folder), else
+    :data:`EMBEDDED_MODEL_FILE` in the models folder."""
+    env = os.environ if environ is None else environ
+    path = Path(_set(env, "STAGEHAND_LOCAL_MODEL") or EMBEDDED_MODEL_FILE).expanduser()
+    if path.is_file():
+        return path, path
+    folder = models_dir(env)
+    if folder is None or len(path.parts) != 1:
+        return None, path
+    return (folder / path if (folder / path).is_file() else None), folder / path
+
+
 def _embedded_model(env: Mapping[str, str]) -> ModelChoice | None:
     """The in-process model, when its engine is installed and its file is present."""
-    named = _set(env, "STAGEHAND_LOCAL_MODEL")
-    path = Path(named or EMBEDDED_MODEL_FILE).expanduser()
-    if not path.is_file():
-        folder = models_dir(env)
-        if folder is None or len(path.parts) != 1 or not (folder / path).is_file():
-            return None
-        path = folder / path
+    path, _ = local_model_file(env)
+    if path is None:
+        return None
     if importlib.util.find_spec("xllamacpp") is None:  # the `local` extra is not installed
         return None
-    source = "STAGEHAND_LOCAL_MODEL" if named else "local model file"
+    source = "STAGEHAND_LOCAL_MODEL" if _set(env, "STAGEHAND_LOCAL_MODEL") else "local model file"
     return ModelChoice(f"local/{path}", None, source)

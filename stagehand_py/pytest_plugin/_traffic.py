@@ -65,7 +65,7 @@ class ModelTraffic:
             "hosted": "Record it once with a real key, e.g. `OPENAI_API_KEY=... pytest {nodeid} --stagehand-record once` "
                       "(or ANTHROPIC_API_KEY for anthropic/ models)",
             "embedded": "Record it once with the embedded model, no key needed: `pytest {nodeid} --stagehand-record "
-                        "once` (run `bash scripts/setup.sh` first if the model is not installed)",
+                        "once` (run `stagehand-py model fetch` first if the model is not installed)",
             "model object": "Record it once with your model object: `pytest {nodeid} --stagehand-record once` "
                             "(it runs the model live and stores its answers)",
         }[kind]
@@ -157,6 +157,6 @@ def stagehand_kwargs(cls: Any, cfg: StagehandTestConfig, model: Any, traffic: Mo
         budget = traffic.cassette.recorded_with.get("token_budget", budget)  # prompts as when recorded
     offered = {"model": model, "variables": cfg.variables or None, "cache_dir": cfg.cache_dir,
                # A CPU model reads a few dozen tokens a second: keep its prompts small.
-               "token_budget": budget}
+               "token_budget": budget, "allowed_domains": cfg.allowed_domains}
     params = inspect.signature(cls.__init__).parameters
     return {k: v for k, v in offered.items() if k in params and v is not None}

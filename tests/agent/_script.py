@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stagehand_py import TestDoubleError
+from stagehand_py._prompts.expect import NO_LINE
+from stagehand_py.agent._choice_step import schema_choices
 from stagehand_py.llm import LLMRequest, TextPart
 from stagehand_py.testing import FunctionLLM
 
@@ -100,3 +102,58 @@ def all_text(request: LLMRequest) -> str:
         for p in m.content:
             out.append(getattr(p, "text", None) or getattr(p, "content", None) or "")
     return "\n".join(out)
+
+
+def chooser(plan: list[tuple[str, str]], seen: list[LLMRequest], *,
+            others: dict[str, Callable[[LLMRequest], Any]] | None = None) -> FunctionLLM:
+    """A small model in choice mode: at agent step i it picks the one offered line containing
+    ``plan[i][0]``, with ``plan[i][1]`` as the value; requests of other purposes are answered by
+    ``others`` (an ``agent_output`` request gets ``{"parts": ["Anchor", "Drill"]}`` unless given).
+    Every request is appended to ``seen``."""
+    answers = {"agent_output": lambda r: {"parts": ["Anchor", "Drill"]}, **(others or {})}
+
+    def answer(request: LLMRequest) -> dict[str, Any]:
+        seen.append(request)
+        if request.purpose != "agent":
+            if request.purpose not in answers:
+                raise TestDoubleError(f"unexpected {request.purpose!r} request")
+            return answers[request.purpose](request)  # type: ignore[no-any-return]
+        options = schema_choices(request.output_schema)  # type: ignore[arg-type]
+        step = sum(1 for r in seen if r.purpose == "agent")
+        if step > len(plan):
+            raise TestDoubleError(f"the plan ran out at agent step {step}")
+        wanted, value = plan[step - 1]
+        matches = [o for o in options if wanted in o]
+        if len(matches) != 1:
+            raise TestDoubleError(f"step {step}: {len(matches)} choices contain {wanted!r}: {options}")
+        return {"next_goal": wanted[:40], "choice": matches[0], "value": value}
+
+    return FunctionLLM(answer, model_name="small-local")
+
+
+def offered(seen: list[LLMRequest], step: int) -> list[str]:
+    """The choices the agent's ``step``-th request offered, in the order its prompt lists them
+    (checked to be exactly those its answer schema allows)."""
+    request = [r for r in seen if r.purpose == "agent"][step - 1]
+    listed = [m.group("body") for m in _FENCED.finditer(all_text(request)) if m.group("label") == "actions on this page"]
+    lines = listed[-1].splitlines()
+    allowed = schema_choices(request.output_schema)  # type: ignore[arg-type]
+    if sorted(lines) != sorted(allowed):
+        raise TestDoubleError(f"step {step}: the prompt lists {lines}, the schema allows {allowed}")
+    return lines
+
+
+def page_verdict(shows: Callable[[str], bool]) -> Callable[[LLMRequest], dict[str, Any]]:
+    """An answer to the agent's verdict on its final page (``agent_verdict``): the first page line
+    it was shown for which ``shows(line)`` holds is the evidence, with 'yes'; none, 'no'. Reads
+    the outline (a large model's request) or the numbered lines (a small model's short one)."""
+    def answer(request: LLMRequest) -> dict[str, Any]:
+        text = all_text(request)
+        bodies = [m.group("body") for m in _FENCED.finditer(text) if m.group("label") in ("page outline", "lines of the page")]
+        if not bodies:
+            raise TestDoubleError("a verdict request without the page's lines")
+        lines = [line.strip() for line in bodies[-1].splitlines() if line.strip()]
+        line = next((line for line in lines if shows(line)), None)
+        return {"evidence": line or NO_LINE, "verdict": "yes" if line else "no"}
+
+    return answer

@@ -6,14 +6,10 @@ from the enum it is sent, as a grammar-bound small model does).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import jsonschema
-import pytest
 from pydantic import BaseModel
 
-from stagehand_py import Stagehand, TestDoubleError
+from stagehand_py import Stagehand
 from stagehand_py._prompts.common import Fence
 from stagehand_py.agent._choice_step import (
     CHOICE_STEP_BUDGET,
@@ -29,43 +25,10 @@ from stagehand_py.llm import LLMClient, LLMRequest
 from stagehand_py.llm._request import estimate_input_tokens
 from stagehand_py.testing import FunctionLLM
 
-from ._script import all_text
+from ._script import all_text, chooser, offered
 
 ALL_TOOLS = ["act", "fill_form", "extract", "goto", "navigate_back", "scroll", "save_progress", "done", "fail"]
 SECRET = "pw-CANARY-51e0"
-
-
-def chooser(plan: list[tuple[str, str]], seen: list[LLMRequest]) -> FunctionLLM:
-    """A model that, at each agent step, picks the one enum line containing ``plan[i][0]``."""
-    def answer(request: LLMRequest) -> dict[str, Any]:
-        seen.append(request)
-        if request.purpose == "agent_output":
-            return {"parts": ["Anchor", "Drill"]}
-        options = schema_choices(request.output_schema)  # type: ignore[arg-type]
-        step = sum(1 for r in seen if r.purpose == "agent")
-        wanted, value = plan[step - 1]
-        matches = [o for o in options if wanted in o]
-        if len(matches) != 1:
-            raise TestDoubleError(f"step {step}: {len(matches)} choices contain {wanted!r}: {options}")
-        return {"next_goal": wanted[:40], "choice": matches[0], "value": value}
-
-    return FunctionLLM(answer, model_name="small-local")
-
-
-@pytest.fixture(params=["wrapped", "launched"])
-async def make_stagehand(request: pytest.FixtureRequest, page: Any, pw: Any) -> AsyncIterator[Any]:
-    made: list[Stagehand] = []
-
-    async def make(model: Any) -> Stagehand:
-        if request.param == "wrapped":
-            return Stagehand(page, model=model)
-        sh = await Stagehand.launch(model=model, _playwright=pw)  # its own Chromium, the session's Playwright driver
-        made.append(sh)
-        return sh
-
-    yield make
-    for sh in made:
-        await sh.close()
 
 
 # -- the schema and the actions -------------------------------------------------------------
@@ -151,7 +114,7 @@ async def test_page_text_puts_a_list_item_on_one_line_and_can_include_links(page
 # -- the agent completes tasks with it --------------------------------------------------------
 
 
-async def test_the_agent_signs_in_with_placeholders_by_choosing(make_stagehand, server) -> None:
+async def test_the_agent_signs_in_with_placeholders_by_choosing(new_stagehand, server) -> None:
     seen: list[LLMRequest] = []
     model = LLMClient(chooser([
         ("type into: textbox: Username", "%user%"),
@@ -159,7 +122,7 @@ async def test_the_agent_signs_in_with_placeholders_by_choosing(make_stagehand, 
         ("click: button: Sign in", ""),
         ("done", "signed in"),
     ], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("forms.html"))
     result = await sh.agent().execute("Sign in as %user% with the password %password%", max_steps=6,
                                       variables={"user": "alice", "password": SECRET})
@@ -176,7 +139,7 @@ class Parts(BaseModel):
     parts: list[str]
 
 
-async def test_the_agent_paginates_takes_notes_and_builds_the_output(make_stagehand, server, tmp_path) -> None:
+async def test_the_agent_paginates_takes_notes_and_builds_the_output(new_stagehand, server, tmp_path) -> None:
     seen: list[LLMRequest] = []
     model = LLMClient(chooser([
         ("note", "page 1: Anchor"),
@@ -184,7 +147,7 @@ async def test_the_agent_paginates_takes_notes_and_builds_the_output(make_stageh
         ("note", "page 2: Drill"),
         ("done", "two pages read"),
     ], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("agent/list/1.html"))
     checkpoint = tmp_path / "run.json"
     result = await sh.agent(checkpoint_path=checkpoint).execute(
@@ -213,11 +176,7 @@ async def test_large_models_keep_the_ordinary_step() -> None:
 # -- what a small model would otherwise repeat ------------------------------------------------
 
 
-def _choices_at(seen: list[LLMRequest], step: int) -> list[str]:
-    return schema_choices([r for r in seen if r.purpose == "agent"][step - 1].output_schema)  # type: ignore[arg-type]
-
-
-async def test_an_action_done_on_a_page_is_not_offered_again_there(make_stagehand, server) -> None:
+async def test_an_action_done_on_a_page_is_not_offered_again_there(new_stagehand, server) -> None:
     # The custom dropdown: clicking the combobox again would close it (what the 1.5B model did,
     # five times over). After it is opened, its options are offered and it is not.
     seen: list[LLMRequest] = []
@@ -226,19 +185,19 @@ async def test_an_action_done_on_a_page_is_not_offered_again_there(make_stagehan
         ("click: option: Cherry", ""),
         ("done", "chose Cherry"),
     ], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("aria.html"))
     result = await sh.agent().execute("In the Favourite fruit dropdown, choose Cherry", max_steps=4)
     assert result.status == "done", result.message
     assert await sh.page.get_attribute("#fruit-cherry", "aria-selected") == "true"
-    first, second = _choices_at(seen, 1), _choices_at(seen, 2)
+    first, second = offered(seen, 1), offered(seen, 2)
     assert any(c.startswith("click: combobox: Favourite fruit") for c in first)  # the control
     assert not any(c.startswith("click: combobox: Favourite fruit") for c in second)
     assert not any(c.startswith("click: option: Cherry") for c in first)  # hidden until opened
     assert "step 1: click: combobox: Favourite fruit -> ok" in all_text([r for r in seen if r.purpose == "agent"][1])
 
 
-async def test_a_typed_field_a_note_and_a_scroll_that_did_not_move_are_not_offered_again(make_stagehand, server) -> None:
+async def test_a_typed_field_a_note_and_a_scroll_that_did_not_move_are_not_offered_again(new_stagehand, server) -> None:
     seen: list[LLMRequest] = []
     model = LLMClient(chooser([
         ("type into: textbox: Username", "%user%"),
@@ -247,7 +206,7 @@ async def test_a_typed_field_a_note_and_a_scroll_that_did_not_move_are_not_offer
         ("click: link: Next page", ""),
         ("done", "ok"),
     ], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.set_viewport_size({"width": 800, "height": 2000})  # the whole page fits: nothing to scroll
     await sh.page.goto(server.url("agent/list/1.html"))
     await sh.page.evaluate("""() => { const i = document.createElement('input'); i.setAttribute('aria-label', 'Username');
@@ -255,7 +214,7 @@ async def test_a_typed_field_a_note_and_a_scroll_that_did_not_move_are_not_offer
     result = await sh.agent().execute("Type %user%, then go to the next page", max_steps=6, variables={"user": "alice"})
     assert result.status == "done", result.message
     assert result.steps[2].result.startswith("the page did not move")
-    at = {n: _choices_at(seen, n) for n in range(1, 6)}
+    at = {n: offered(seen, n) for n in range(1, 6)}
     typed = [c for c in at[1] if c.startswith("type into: textbox: Username")]
     assert typed and not any(c in at[n] for c in typed for n in (2, 3, 4))
     assert "note" in at[1] and "note" in at[2] and "note" not in at[3] and "note" not in at[4]
@@ -264,7 +223,7 @@ async def test_a_typed_field_a_note_and_a_scroll_that_did_not_move_are_not_offer
     assert "note" in at[5] and "scroll down" in at[5]
 
 
-async def test_the_task_s_untyped_placeholders_are_named_until_typed(make_stagehand, server) -> None:
+async def test_the_task_s_untyped_placeholders_are_named_until_typed(new_stagehand, server) -> None:
     # A small model pressed Sign in with the password field empty; every step now says what the
     # task still needs typed. The control: the first two steps name it, the last does not.
     seen: list[LLMRequest] = []
@@ -273,7 +232,7 @@ async def test_the_task_s_untyped_placeholders_are_named_until_typed(make_stageh
         ("type into: textbox: Password", "%password%"),
         ("done", "typed"),
     ], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("forms.html"))
     result = await sh.agent().execute("Type %user% as the username and %password% as the password", max_steps=4,
                                       variables={"user": "alice", "password": SECRET})
@@ -285,32 +244,32 @@ async def test_the_task_s_untyped_placeholders_are_named_until_typed(make_stageh
     assert all(SECRET not in text for text in steps)
 
 
-async def test_once_the_actions_the_task_names_are_done_unnamed_fields_are_left_alone(make_stagehand, server) -> None:
+async def test_once_the_actions_the_task_names_are_done_unnamed_fields_are_left_alone(new_stagehand, server) -> None:
     # After opening the Billing tab the 1.5B model went on clicking the other tabs (and lost
     # the panel it was asked to read). Once every action the task names is done on a page, the
     # state-setting actions it does not name are not offered; buttons still are.
     seen: list[LLMRequest] = []
     model = LLMClient(chooser([("click: tab: Billing", ""), ("done", "opened")], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("aria.html"))
     result = await sh.agent().execute("Open the Billing tab", max_steps=4)
     assert result.status == "done", result.message
-    first, second = _choices_at(seen, 1), _choices_at(seen, 2)
+    first, second = offered(seen, 1), offered(seen, 2)
     assert any(c.startswith("click: tab: Security") for c in first)  # the control
     assert not any(c.startswith(("click: tab:", "click: combobox:")) for c in second)
     assert any(c.startswith("click: button: Actions") for c in second)
     assert await sh.page.get_attribute("#tab-billing", "aria-selected") == "true"
 
 
-async def test_a_link_to_a_page_already_seen_says_so(make_stagehand, server) -> None:
+async def test_a_link_to_a_page_already_seen_says_so(new_stagehand, server) -> None:
     # The 1.5B model walked Next, Home, Next, Home... on a three-page site.
     seen: list[LLMRequest] = []
     model = LLMClient(chooser([("click: link: Next", ""), ("done", "on page 2")], seen), choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("site/index.html"))
     result = await sh.agent().execute("Follow the Next link", max_steps=3)
     assert result.status == "done", result.message
-    second = _choices_at(seen, 2)
+    second = offered(seen, 2)
     home = [c for c in second if c.startswith("click: link: Home")]
     assert home and all(c.endswith("(to a page seen before)") for c in home)
     nexts = [c for c in second if c.startswith("click: link: Next")]
@@ -318,19 +277,19 @@ async def test_a_link_to_a_page_already_seen_says_so(make_stagehand, server) -> 
 
 
 async def test_a_chosen_radio_closes_its_group_and_unnamed_fields_go_once_the_named_ones_are_set(
-    make_stagehand, server,
+    new_stagehand, server,
 ) -> None:
     # The 1.5B model chose Pro, typed "your_username" into the fields the task never named,
     # then clicked Free: the form went in with plan=free.
     seen: list[LLMRequest] = []
     model = LLMClient(chooser([("click: radio: Pro", ""), ("click: button: Sign in", ""), ("done", "sent")], seen),
                       choice_mode=True)
-    sh = await make_stagehand(model)
+    sh = await new_stagehand(model=model)
     await sh.page.goto(server.url("forms.html"))
     result = await sh.agent().execute("Choose the Pro plan, then press Sign in", max_steps=4)
     assert result.status == "done", result.message
     assert "plan=pro" in await sh.page.inner_text("body")
-    first, second = _choices_at(seen, 1), _choices_at(seen, 2)
+    first, second = offered(seen, 1), offered(seen, 2)
     for control in ("click: radio: Free", "click: radio: Team", "type into: textbox: Username"):
         assert any(c.startswith(control) for c in first), control  # offered before
         assert not any(c.startswith(control) for c in second), control  # not after

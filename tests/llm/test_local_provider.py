@@ -80,7 +80,7 @@ def test_model_names_resolve_to_paths_or_the_models_folder(tmp_path: Path) -> No
     assert models_dir({"HOME": "/h"}) == Path("/h/.cache/stagehand_py/models")
     assert models_dir({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == Path("/x/stagehand_py/models")
     assert models_dir({}) is None
-    with pytest.raises(ConfigurationError, match=r"not found.*fetch_local_model.py --download"):
+    with pytest.raises(ConfigurationError, match=r"not found.*stagehand-py model fetch"):
         resolve_model_path("other.gguf", environ=env)
     with pytest.raises(ConfigurationError, match="not a .gguf file"):
         resolve_model_path("m.bin", environ=env)
@@ -95,7 +95,7 @@ def test_a_file_that_is_not_gguf_is_refused_before_loading(tmp_path: Path) -> No
     check_gguf(good)  # the control: a GGUF header passes
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"<html>not a model</html>")
-    with pytest.raises(ConfigurationError, match=r"not a GGUF model file.*fetch_local_model.py --download"):
+    with pytest.raises(ConfigurationError, match=r"not a GGUF model file.*stagehand-py model fetch"):
         check_gguf(bad)
 
 

@@ -184,6 +184,17 @@ async def test_inference_log_is_off_by_default_and_redacts_when_on(tmp_path: Pat
     assert second["request"]["attempt"] == 2 and second["response"]["output"] == {"title": "ok", "year": 1}
 
 
+
+async def test_a_note_goes_to_the_inference_log_redacted_and_nowhere_without_one(tmp_path: Path) -> None:
+    # What an operation made of the answers (the near misses it repaired) sits beside the calls.
+    await LLMClient(FunctionLLM(lambda r: {})).log_note("extract", {"repairs": []})  # no log: nothing, no error
+    client = LLMClient(FunctionLLM(lambda r: {}), inference_log_dir=tmp_path, secrets=["s3cr3t"])
+    await client.log_note("extract", {"repairs": [{"answered": "s3cr3t and per-call"}]}, secrets=["per-call"])
+    (note,) = tmp_path.iterdir()
+    assert note.name.endswith("-extract-note.json")
+    record = json.loads(note.read_text())
+    assert record["purpose"] == "extract" and record["note"] == {"repairs": [{"answered": "%secret% and %secret%"}]}
+
 def test_public_surface_is_pinned() -> None:
     assert set(llm.__all__) == {
         "LLMClient", "GenerateResult", "LLMRequest", "ModelResponse", "LanguageModel", "Message",

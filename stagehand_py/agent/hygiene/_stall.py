@@ -18,10 +18,11 @@ NUDGE_LEVELS: tuple[int, ...] = (3, 5, 8)
 
 
 def page_signature(url: str, outline: str) -> str:
-    """A short hash of the normalised URL and the outline text."""
+    """A short hash of the normalised URL and the outline text, less where the focus is (a click
+    moves the focus to what it clicked: that alone is no change of the page)."""
     h = hashlib.sha256(normalise_url(url).encode())
     h.update(b"\0")
-    h.update(hashlib.sha256(outline.encode()).digest())
+    h.update(hashlib.sha256(outline.replace(" [focused]", "").encode()).digest())
     return h.hexdigest()[:16]
 
 

@@ -50,6 +50,7 @@ from ..._errors import BadRequestError, ConfigurationError, InvalidArgumentError
 from ..._prompts.llm import prompted_json_instructions
 from ..._usage import Usage
 from .._messages import ImagePart
+from .._model_files import FETCH_COMMAND, MODELS_DIR_ENV, models_dir
 from .._profiles import Profile, default_profile
 from .._request import LLMRequest, ModelResponse, estimate_input_tokens
 from ._common import timeout_error
@@ -69,8 +70,6 @@ __all__ = [
 
 logger = logging.getLogger("stagehand_py")
 
-#: Folder where ``local/<name>.gguf`` names are looked up (and the set-up script writes).
-MODELS_DIR_ENV = "STAGEHAND_MODELS_DIR"
 _OMP_ENV = "OMP_WAIT_POLICY"
 _INSTALL_HINT = "install the extra with `pip install 'stagehand_py[local]'` (a prebuilt wheel; see docs/local_models.md)"
 _GGUF_MAGIC = b"GGUF"
@@ -80,20 +79,6 @@ _KV_BYTES_PER_TOKEN = 64 * 1024
 #: ``benchmarks/local_engine_sizes.py`` (its table is in benchmarks/README.md).
 DEFAULT_N_BATCH = 2048
 DEFAULT_N_UBATCH = 512
-
-
-def models_dir(environ: Mapping[str, str] | None = None) -> Path | None:
-    """Where model names are looked up: ``$STAGEHAND_MODELS_DIR``, else
-    ``$XDG_CACHE_HOME/stagehand_py/models``, else ``~/.cache/stagehand_py/models``
-    (None when the environment names no home)."""
-    env = os.environ if environ is None else environ
-    if env.get(MODELS_DIR_ENV, "").strip():
-        return Path(env[MODELS_DIR_ENV]).expanduser()
-    if env.get("XDG_CACHE_HOME", "").strip():
-        return Path(env["XDG_CACHE_HOME"]) / "stagehand_py" / "models"
-    if env.get("HOME", "").strip():
-        return Path(env["HOME"]) / ".cache" / "stagehand_py" / "models"
-    return None
 
 
 def resolve_model_path(name: str, *, environ: Mapping[str, str] | None = None) -> Path:
@@ -117,7 +102,7 @@ def resolve_model_path(name: str, *, environ: Mapping[str, str] | None = None) -
     raise ConfigurationError(
         f"local model file not found (looked at {', '.join(str(t) for t in tried)}). Give a path to a .gguf "
         f"file, put the file in {folder or '$' + MODELS_DIR_ENV}, or fetch the default one with "
-        "`bash scripts/setup.sh` (or `python scripts/fetch_local_model.py --download`; see docs/local_models.md)."
+        f"`{FETCH_COMMAND}` (see docs/local_models.md)."
     )
 
 
@@ -128,7 +113,7 @@ def check_gguf(path: Path) -> None:
     if magic != _GGUF_MAGIC:
         raise ConfigurationError(
             f"{path} is not a GGUF model file (it starts with {magic!r}, not {_GGUF_MAGIC!r}): it is corrupt or "
-            "of another format. Fetch it again (`python scripts/fetch_local_model.py --download` checks its SHA-256)."
+            "of another format. Fetch it again (`stagehand-py model fetch` checks its SHA-256)."
         )
 
 
@@ -207,7 +192,7 @@ def import_engine(environ: Any = None, importer: Callable[[], Any] | None = None
         if "libgomp" in str(exc):
             raise ConfigurationError(
                 f"local models need the GNU OpenMP runtime, which is missing ({exc}): install it with "
-                "`apt-get install libgomp1` (scripts/setup.sh does)."
+                "`apt-get install libgomp1` (Debian, Ubuntu)."
             ) from exc
         raise ConfigurationError(f"local models need xllamacpp, which is not installed: {_INSTALL_HINT}.") from exc
 
@@ -293,8 +278,7 @@ def _load(path: Path, sizes: _Sizes) -> _Engine:
     except (RuntimeError, ValueError, OSError) as exc:
         raise ConfigurationError(
             f"local model {path.name} could not be loaded from {path} ({exc}): the file may be truncated or not "
-            "a model llama.cpp knows. Fetch it again (`python scripts/fetch_local_model.py --download` checks its "
-            "SHA-256)."
+            "a model llama.cpp knows. Fetch it again (`stagehand-py model fetch` checks its SHA-256)."
         ) from exc
     logger.info("loaded local model %s in %.1f s (n_ctx=%d, n_batch=%d, n_ubatch=%d, %d threads)", path.name,
                 time.perf_counter() - started, sizes.n_ctx, sizes.n_batch, sizes.n_ubatch, threads)
