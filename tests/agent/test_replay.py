@@ -247,10 +247,10 @@ async def test_a_replay_that_ends_elsewhere_falls_back_to_the_live_agent(make, s
 # --- the orders run: paginate, save_progress, done with an output schema; exported and checked ---------------------
 
 ORDERS_TASK = "Apply coupon %coupon% and collect every order with its total"
-ORDER_ROWS = {"type": "object", "required": ["orders"], "properties": {"orders": {"type": "array", "items": {
+ORDERS_OUTPUT = {"type": "object", "required": ["orders"], "properties": {"orders": {"type": "array", "items": {
     "type": "object", "properties": {"id": {"type": "string"}, "total": {"type": "string"}}, "required": ["id", "total"]}}}}
-ORDERS_OUTPUT = {**ORDER_ROWS, "required": ["orders", "count"],
-                 "properties": {**ORDER_ROWS["properties"], "count": {"type": "integer"}}}
+#: What an extract returns: the rows, and the page's total worked out by the model (no page shows it as written).
+ORDER_ROWS = {**ORDERS_OUTPUT, "properties": {**ORDERS_OUTPUT["properties"], "page_total": {"type": "number"}}}
 ALL_ROWS = [{"id": i, "total": t} for page in (1, 2) for i, t in ORDERS[page]]
 
 
@@ -264,6 +264,12 @@ def rows_shown(text: str) -> list[dict[str, str]]:
     return [{"id": i, "total": t} for i, t in zip(cells[::2], cells[1::2], strict=True)]
 
 
+def extracted(request) -> dict:
+    rows = rows_shown(_text(request))
+    return {"data": {"orders": rows, "page_total": sum(float(r["total"].lstrip("$")) for r in rows)},
+            "instruction_satisfied": True}
+
+
 def orders_model() -> AgentScript:
     collect = call("extract", instruction="every order on this page with its total", schema=ORDER_ROWS)
     return AgentScript([
@@ -274,9 +280,8 @@ def orders_model() -> AgentScript:
         lambda s: call("act", element_id=s.id("link", "Next page")),
         collect,
         lambda s: call("save_progress", data={"orders": rows_shown(s.outline)}),
-        # count: worked out by the model, shown on no page as written (it is left unpinned, and said so)
-        call("done", message="The orders list is on page 2 of 2", output={"orders": ALL_ROWS, "count": 4}),
-    ], others={"extract": lambda r: {"data": {"orders": rows_shown(_text(r))}, "instruction_satisfied": True}})
+        call("done", message="The orders list is on page 2 of 2", output={"orders": ALL_ROWS}),
+    ], others={"extract": extracted})
 
 
 @pytest.fixture(scope="module")
@@ -293,7 +298,7 @@ async def orders_recorded(request, make, shop, tmp_path_factory, orders_runs) ->
         sh = await make(model=orders_model(), cache_dir=cache)
         await sh.page.goto(shop.url("replay/shop"))
         result = await sh.agent().execute(ORDERS_TASK, variables={"coupon": COUPON}, max_steps=12, output=ORDERS_OUTPUT)
-        assert result.success and result.output == {"orders": ALL_ROWS, "count": 4}, result.message
+        assert result.success and result.output == {"orders": ALL_ROWS}, result.message
         orders_runs[kind] = (cache, result)
     return orders_runs[kind]
 
@@ -399,11 +404,13 @@ async def test_an_extract_heavy_run_records_its_rows_and_where_it_ended(make, sh
     assert recording is not None
     assert [s.kind for s in recording.steps] == ["act", "act", "extract", "save_progress", "act", "extract", "save_progress"]
     assert recording.steps[3].data == {"orders": ALL_ROWS[:2]} and recording.steps[6].data == {"orders": ALL_ROWS[2:]}
-    assert all(s.unshown == [] and s.apart == [] for s in recording.steps)  # each row was shown, as one row
+    # Each row was shown, as one row; the page's total the model worked out was not, and is left unpinned.
+    assert [(s.unshown, s.apart) for s in recording.steps if s.kind == "extract"] == [(["page_total"], [])] * 2
+    assert all(s.unshown == [] and s.apart == [] for s in recording.steps if s.kind != "extract")
     # The end: the kept URL (no sid, no cache buster; the coupon as its placeholder), title and main heading.
     assert recording.end == EndState(url=shop.url("replay/orders?coupon=%coupon%&page=2"), title="Orders, page 2 of 2",
                                      heading="Your orders")
-    assert recording.output_unshown == ["count"] and recording.output_apart == []
+    assert recording.output_unshown == [] and recording.output_apart == []
     assert run.data == {"orders": ALL_ROWS}
     [stored] = (cache / "agent-runs").iterdir()
     assert _leaks(stored.read_text()) == [] and _leaks(base64.b64encode(COUPON.encode()).decode())  # control: found
@@ -428,7 +435,8 @@ async def test_an_exported_run_checks_its_outcome_with_no_model_and_no_configura
     asserts = [n for n, line in enumerate(lines) if line.strip().startswith("assert ")]
     assert len(asserts) == 8 and all(lines[n - 1].strip().startswith("# pins ") or lines[n - 2].strip().startswith("# pins ")
                                      for n in asserts), test
-    assert "# not pinned (no page the run read showed them as written): output.count" in test
+    assert test.count("# not pinned (the page did not show them as written when the run read them): page_total") == 2
+    assert "'page_total'" not in test and "page_total: float" in texts["script"]  # the script's model still has it
     assert [(name, _leaks(text)) for name, text in texts.items() if _leaks(text)] == []
     files = {f"test_{name}.py": _moved(test, shop, server) for name, server in changed.items() if name != "next_leads_back"}
     unmarked = test.replace('@pytest.mark.asyncio(loop_scope="session")', "")  # control: the mark is what runs it
@@ -506,7 +514,7 @@ async def test_an_exported_script_returns_how_the_outcome_differs(make, shop, or
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, spec.name, module)  # as `python orders.py` has it: pydantic resolves its types there
         spec.loader.exec_module(module)
-        model = FunctionLLM(lambda r: {"data": {"orders": rows_shown(_text(r))}, "instruction_satisfied": True})
+        model = FunctionLLM(extracted)
         differences[name] = await module.run(await make(model=model))
     assert differences["as_recorded"] == []
     moved = differences["next_leads_back"]
