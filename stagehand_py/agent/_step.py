@@ -161,12 +161,30 @@ def _safe_cause(run: Run, exc: BaseException) -> BaseException:
 async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     """What every step does whatever the mode: capture, the loop's notices, then the mode's step."""
     await run.emit("step_started", {"max_steps": run.max_steps})
-    state = await mode.capture(run)
+    try:
+        state = await mode.capture(run)
+    except Exception as exc:  # a page that cannot be read (crashed, closed, a screenshot timing out)
+        await _not_captured(run, exc)
+        return
     await run.saw(state)
     fence = Fence()  # a fresh nonce for every request
     notices = await notices_for(run, state, fence)
     run.last_url = state.url
     await mode.step(run, toolset, state, notices, fence)
+
+
+async def _not_captured(run: Run, exc: Exception) -> None:
+    """A capture that failed is a failed step, as a tool's failure is: the next step captures
+    again, and the failure budget (its circuit breaker) ends a page that stays unreadable. A
+    timeout once the run's deadline has passed is that deadline."""
+    if isinstance(exc, TimeoutError) and run.budget.out_of_time(time.monotonic()):
+        raise exc
+    message = str(exc).split("\nCall log:", 1)[0].strip()  # Playwright's call log repeats the call
+    outcome = ToolOutcome(ok=False, text=f"the page could not be captured: {type(exc).__name__}: {message}", error=exc)
+    state = PageState(url=run.driver.page.url, title="", signature="")
+    # The model cannot fix a page that cannot be read: an infrastructure failure, whatever it says.
+    await record_step(run, state, None, "(page not captured)", {}, outcome, kind="infrastructure")
+    after_failure(run, "infrastructure", exc)
 
 
 async def structured_step(
@@ -298,12 +316,16 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
                 elif outcome is not None and not outcome.ok:
                     reason = "the previous action failed"
                 else:
-                    current = await mode.capture(run)  # a fresh outline for this sub-action
-                    reason = batch_abort_reason(
-                        url_before=url_before, url_now=current.url, navigations=len(navigations),
-                        actionable_before=actionable_before,
-                        actionable_now=count_actionable("\n".join(run.outline_chunks), ACTIONABLE_ROLES),
-                    )
+                    try:
+                        current = await mode.capture(run)  # a fresh outline for this sub-action
+                    except Exception as exc:  # the next step captures again (and says why it could not)
+                        reason = f"the page could not be captured ({type(exc).__name__})"
+                    else:
+                        reason = batch_abort_reason(
+                            url_before=url_before, url_now=current.url, navigations=len(navigations),
+                            actionable_before=actionable_before,
+                            actionable_now=count_actionable("\n".join(run.outline_chunks), ACTIONABLE_ROLES),
+                        )
                 if reason is not None:
                     skipped = [c.tool for c in calls[index - 1:]]
                     logger.info("agent step %d: multi-action chain stopped after %d of %d actions: %s",
@@ -362,9 +384,10 @@ def after_failure(run: Run, kind: ErrorKind, exc: BaseException | None) -> None:
 
 async def record_step(
     run: Run, state: PageState, answer: Any, tool: str, args: dict[str, Any], outcome: ToolOutcome,
-    *, chain: tuple[int, int] | None = None,
+    *, chain: tuple[int, int] | None = None, kind: ErrorKind | None = None,
 ) -> None:
-    kind = None if outcome.ok else (classify_error(outcome.error) if outcome.error else "logic")
+    if kind is None and not outcome.ok:
+        kind = classify_error(outcome.error) if outcome.error else "logic"
     step = AgentStep(
         step=run.step,
         evaluation_previous_step=getattr(answer, "evaluation_previous_step", ""),
