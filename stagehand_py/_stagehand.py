@@ -485,10 +485,10 @@ class Stagehand:
                 raise InvalidArgumentError(
                     f"act(element=...) takes an ElementIdentity(role=..., name=...) with an Action, not "
                     f"{type(element).__name__} with {type(action).__name__}.")
-            self._driven().identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context("act", variables, timeout)
-            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action), title=action_title(action))
+            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action, element),
+                                             title=action_title(action))
         if isinstance(action, str):
             instruction = required_instruction("act", action)
             ctx = self._context("act", variables, timeout)
