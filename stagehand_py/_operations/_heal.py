@@ -307,7 +307,7 @@ async def _identity_now(ctx: OperationContext, selector: str) -> ElementIdentity
     it (the whole page when the scoped one cannot tell: paths into frames or shadow roots, text)."""
     now = None
     try:
-        now = identity_in(await ctx.session.snapshot(selector=selector), selector, ctx.variables)
+        now = identity_in(await ctx.session.snapshot(selector=selector, alone=True), selector, ctx.variables)
     except (ActionError, InvalidArgumentError, SnapshotError, CDPError):
         pass
     if now is None:
