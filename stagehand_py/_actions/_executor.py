@@ -104,7 +104,7 @@ async def execute_plan(
     variables: VariableSet | None = None,
     xpath_map: Mapping[str, str] | None = None,
     found_by: float | None = None,
-    actionable_by: float | None = None,
+    actionable_for: float | None = None,
     confirm: Callable[[], Awaitable[None]] | None = None,
     dispatches: Dispatches | None = None,
 ) -> None:
@@ -113,8 +113,9 @@ async def execute_plan(
 
     Every bound is a ``time.monotonic()`` instant, from the verb's one deadline: ``deadline``
     bounds the whole action, the navigation a click starts included; ``found_by`` the element's
-    resolution (default ``actionable_by``); ``actionable_by`` (default ``deadline``) everything
-    before the action is sent: resolution and the element becoming visible, enabled and stable.
+    resolution (default ``deadline``). ``actionable_for`` (seconds, counted once the element is
+    resolved and confirmed; default: up to ``deadline``) bounds the element becoming visible,
+    enabled and stable, before anything is sent.
     ``confirm`` runs after resolution, before anything is sent: it raises when the element is not
     the one planned (the caller's identity check, read where the page cannot reach).
     ``dispatches`` notes ``"<method> on <selector>"`` the moment the action is sent: an error
@@ -131,9 +132,7 @@ async def execute_plan(
     started = time.monotonic()
     # In seconds, as errors quote them (rounded: the caller's timeout=, not a clock's residue).
     timeout = round(max(0.0, deadline - started), 2)
-    probe_deadline = min(deadline, actionable_by) if actionable_by is not None else deadline
-    probe = round(max(0.0, probe_deadline - started), 2)
-    resolve_deadline = min(probe_deadline, found_by) if found_by is not None else probe_deadline
+    resolve_deadline = min(deadline, found_by) if found_by is not None else deadline
     selector = action.selector
 
     spec, raw = check_arity(action.method, action.arguments)
@@ -158,7 +157,7 @@ async def execute_plan(
     check_trace_typing(page, used, variables)  # a value never goes into a trace we cannot scrub
 
     try:
-        element = await resolve_element(page, selector, timeout=max(0.0, resolve_deadline - time.monotonic()))
+        element = await resolve_element(page, selector, timeout=max(0.0, resolve_deadline - started))
     except ActionError as exc:
         exc.method = exc.method or spec.name  # the resolver does not know what it resolved for
         raise
@@ -172,6 +171,9 @@ async def execute_plan(
         with contextlib.suppress(PlaywrightError):  # the page navigated or closed: nothing to release
             await element.dispose()
         raise
+    confirmed = time.monotonic()
+    probe_deadline = deadline if actionable_for is None else min(deadline, confirmed + actionable_for)
+    probe = timeout if actionable_for is None else round(max(0.0, probe_deadline - confirmed), 2)
 
     async def resolve_other(target: str) -> ElementHandle:
         # A drag target may come from a variable: keep its value out of the not-found message.

@@ -87,10 +87,10 @@ def _by(ctx: OperationContext, wanted: float) -> float:
     return max(now + 0.1, min(now + wanted, ctx.deadline - 0.3))
 
 
-def _probe_by(ctx: OperationContext) -> float:
-    """When a first try stops waiting for its element so that a heal may take over: the page's
-    settle time (what this Stagehand waits for a page to calm down), within the verb's deadline."""
-    return _by(ctx, min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
+def _probe_s(ctx: OperationContext) -> float:
+    """Seconds a first try waits for its element before a heal may take over: the page's settle
+    time (what this Stagehand waits for a page to calm down)."""
+    return min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT)
 
 
 def _action_by(ctx: OperationContext) -> float:
@@ -100,17 +100,16 @@ def _action_by(ctx: OperationContext) -> float:
 
 async def _execute(ctx: OperationContext, plan: Plan, dispatches: Dispatches, *, heal_may_follow: bool) -> None:
     """Run ``plan`` (its identity checked on the element the executor resolved) and settle."""
-    probe, whole = _probe_by(ctx), _action_by(ctx)
     checked = plan.identity is not None
 
     async def confirm() -> None:
         await _confirm(ctx, plan)
 
     async with watch_page(ctx.page) as watch:
-        await execute_plan(ctx.page, plan, variables=ctx.variables, deadline=whole,
+        await execute_plan(ctx.page, plan, variables=ctx.variables, deadline=_action_by(ctx),
                            # a checked element is looked for only as long as a first try waits
-                           found_by=probe if heal_may_follow or checked else whole,
-                           actionable_by=probe if heal_may_follow else whole,
+                           found_by=_by(ctx, _probe_s(ctx)) if heal_may_follow or checked else None,
+                           actionable_for=_probe_s(ctx) if heal_may_follow else None,
                            confirm=confirm if checked else None, dispatches=dispatches)
         await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
 
