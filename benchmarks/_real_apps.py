@@ -283,21 +283,32 @@ async def stagehands(args: Any) -> AsyncIterator[dict[str, Any]]:
 
 
 def start_run(args: Any, note: str = "") -> dict[str, Any]:
-    """Print which library and model run, and the load; the run's record for ``finish_run``."""
+    """Print which library and model run, and the load; the run's record for ``save_run``/``finish_run``."""
     library = library_identity()
     print(f"stagehand_py from {library['path']} ({library['commit']}); model {args.model}{note}; {load()}",
           flush=True)
-    return {"label": args.label, "started": datetime.now().astimezone().isoformat(timespec="seconds"),
+    return {"run_id": f"{os.getpid()}-{time.time():.0f}", "label": args.label,
+            "started": datetime.now().astimezone().isoformat(timespec="seconds"),
             "library": library, "model": args.model, "apps": args.app, "kinds": args.kinds, "load_start": load()}
 
 
+def save_run(args: Any, run: dict[str, Any], outcomes: list[Any], *, finished: bool = False, **more: Any) -> None:
+    """Write the run so far into ``args.out`` (after every task: a run cut short keeps what it measured;
+    ``finished`` false says it was cut)."""
+    save = {**run, **more, "finished": finished, "load_end": load(), "outcomes": [asdict(o) for o in outcomes]}
+    out: Path = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    runs = [r for r in (json.loads(out.read_text()) if out.exists() else []) if r.get("run_id") != run["run_id"]]
+    out.write_text(json.dumps([*runs, save], indent=1) + "\n")
+
+
 def finish_run(args: Any, run: dict[str, Any], tables: list[str], outcomes: list[Any], **more: Any) -> None:
-    """Print the tables and the load at the end; add the run to ``args.out``."""
+    """Print the tables and the load at the end; write the finished run into ``args.out``."""
     for text in tables:
         print()
         print(text)
     print(f"\n{load()} at the end (at the start: {run['load_start']})")
-    append_run(args.out, {**run, **more, "load_end": load(), "outcomes": [asdict(o) for o in outcomes]})
+    save_run(args, run, outcomes, finished=True, **more)
 
 
 def add_common_options(parser: Any, default_out: Path) -> None:
@@ -311,13 +322,6 @@ def add_common_options(parser: Any, default_out: Path) -> None:
                         help="seconds one model request may take (default: the library's bound for a local model)")
     parser.add_argument("--label", default="", help="a name for this run in the JSON file (e.g. before, after)")
     parser.add_argument("--out", type=Path, default=default_out, help="JSON file the run is added to")
-
-
-def append_run(out: Path, run: dict[str, Any]) -> None:
-    """Add ``run`` to the JSON list in ``out`` (earlier runs are kept, for comparing)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    runs = json.loads(out.read_text()) if out.exists() else []
-    out.write_text(json.dumps([*runs, run], indent=1) + "\n")
 
 
 def latest_outcomes(path: Path, label: str | None = None) -> dict[tuple[str, str, str], dict[str, Any]]:

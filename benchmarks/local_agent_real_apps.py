@@ -240,6 +240,7 @@ async def main(argv: list[str] | None = None) -> int:
     if args.diff:
         return diff(*args.diff)
     run = apps.start_run(args, f"; max {args.max_steps} steps, {args.task_timeout:.0f} s a task")
+    run.update(max_steps=args.max_steps, task_timeout=args.task_timeout)
     outcomes: list[AgentOutcome] = []
     async with apps.stagehands(args) as by_kind:
         for name in args.app:
@@ -249,10 +250,11 @@ async def main(argv: list[str] | None = None) -> int:
                         o = await run_agent_task(sh, app, task, kind, max_steps=args.max_steps,
                                                  task_timeout=args.task_timeout)
                         outcomes.append(o)
+                        apps.save_run(args, run, outcomes)
                         print(f"{kind:8} {name:9} {task.name:20} {'right' if o.right else 'WRONG':5} "
                               f"status={o.status:10} false_done={o.false_done!s:5} {o.steps:2} steps "
                               f"{o.calls:2} calls {o.seconds:6.0f} s  {o.detail} | {o.message}", flush=True)
-    apps.finish_run(args, run, [table(outcomes)], outcomes, max_steps=args.max_steps, task_timeout=args.task_timeout)
+    apps.finish_run(args, run, [table(outcomes)], outcomes)
     return 0
 
 

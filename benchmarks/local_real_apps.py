@@ -429,6 +429,7 @@ async def main(argv: list[str] | None = None) -> int:
                     for task in tasks:
                         o = await run_task(sh, app, task, kind)
                         outcomes.append(o)
+                        apps.save_run(args, run, outcomes)
                         print(f"{kind:8} {name:9} {task.verb:7} {task.name:24} {'right' if o.right else 'WRONG':5} "
                               f"{o.seconds:6.1f} s {o.calls} call(s) {o.prompt_tokens:5} tok {o.cached_tokens:5} "
                               f"cached  {o.detail}{' | ' + o.follow_up if o.follow_up else ''}"

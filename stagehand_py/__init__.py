@@ -48,7 +48,7 @@ from ._errors import (
 from ._operations.expect import Expectation
 from ._secrets import Secret
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
-from ._types import Action, ActionMethod, ActResult, Repair, SavedDownload, Variables, VariableSpec
+from ._types import Action, ActionMethod, ActResult, BlockedRequest, Repair, SavedDownload, Variables, VariableSpec
 from ._vision import LOW_CONFIDENCE, DomConfidence, measure_dom_confidence
 from .agent import Agent, AgentEvent, AgentResult, AgentStatus, AgentStep, EvaluateResult
 from .browser._options import BrowserOptions, Geolocation, ProxySettings
@@ -63,6 +63,7 @@ __all__ = [
     "ProxySettings",
     "Geolocation",
     "SavedDownload",
+    "BlockedRequest",
     "ModelSpec",
     "StagehandOptions",
     "LLMOptions",

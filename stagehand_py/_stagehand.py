@@ -22,8 +22,9 @@ from ._operations import observe as _observe
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
-from ._types import Action, ActResult, SavedDownload, Variables
-from .browser._options import BrowserOptions
+from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
+from .browser._guard import check_patterns
+from .browser._options import BrowserOptions, with_allowed_domains
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
@@ -68,6 +69,9 @@ class StagehandOptions(TypedDict, total=False):
     follow_new_tabs: bool
     #: Folder downloads are saved in (default: a new temporary folder, made on the first download).
     downloads_dir: str | os.PathLike[str] | None
+    #: Glob patterns of the hosts the browser context may reach while this Stagehand is open
+    #: (``"example.com"``, ``"*.example.com"``, ``"127.0.0.1:8080"``); see :class:`Stagehand`.
+    allowed_domains: Sequence[str] | None
 
 
 class Stagehand:
@@ -81,6 +85,10 @@ class Stagehand:
     - ``await Stagehand.connect("http://127.0.0.1:9222")`` attaches to a running browser.
 
     Use it as an async context manager to close it automatically.
+
+    ``allowed_domains`` holds the whole browser context to those hosts until :meth:`close`, your
+    own ``page.goto`` included (docs/security.md); ``launch()``/``connect()`` return guarded, and
+    ``Stagehand(page, ...)`` is guarded once entered (``async with``) or by its first call.
     """
 
     #: Marks the class the agent hands to tools that ask for the browser (see
@@ -101,6 +109,7 @@ class Stagehand:
         llm_options: LLMOptions | None = None,
         follow_new_tabs: bool = True,
         downloads_dir: str | os.PathLike[str] | None = None,
+        allowed_domains: Sequence[str] | None = None,
         _session: BrowserSession | None = None,
     ) -> None:
         if page is None or not hasattr(page, "context") or not hasattr(page, "goto"):
@@ -109,6 +118,7 @@ class Stagehand:
                 "For a sync Page use stagehand_py.sync_api.Stagehand; to start a browser use `await Stagehand.launch()`."
             )
         self._session = _session or BrowserSession(page=page)
+        self._session.guard_with(allowed_domains, redact=lambda text: self._variables_seen.redact(text))
         self._tabs = Tabs(page, follow=bool(follow_new_tabs), downloads_dir=downloads_dir)
         self._pages = PageSessions(direct=self._session.direct)
         self._closed = False
@@ -152,12 +162,21 @@ class Stagehand:
             raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
         if viewport is not None and browser_options is not None and browser_options.viewport is not None:
             raise InvalidArgumentError("viewport is given twice: pass it as launch(viewport=...) or in BrowserOptions, not both.")
+        browser_options = with_allowed_domains(browser_options, options.pop("allowed_domains", None))
         session = await launch_browser(
             headless=headless, executable_path=executable_path, args=args, viewport=viewport, playwright=_playwright,
             options=browser_options,
         )
-        sh = cls(session.page, _session=session, **options)
-        await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
+        return await cls._started(session, options)
+
+    @classmethod
+    async def _started(cls, session: BrowserSession, options: StagehandOptions) -> Stagehand:
+        try:  # on a failure here the session launch()/connect() opened is closed
+            sh = cls(session.page, _session=session, **options)
+            await sh._install_helpers()  # before any navigation, so closed shadow roots are recorded
+        except BaseException:
+            await session.close()
+            raise
         return sh
 
     @classmethod
@@ -188,30 +207,39 @@ class Stagehand:
             )
         if browser_options is not None and not isinstance(browser_options, BrowserOptions):
             raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
+        allowed = options.pop("allowed_domains", None)
+        allowed = check_patterns(allowed) if allowed is not None else None  # before connecting
         if cdp_url is not None:
             if browser_options is not None or headers is not None:
                 raise InvalidArgumentError(
                     "browser_options and headers apply to connect(ws_endpoint=...) only: over CDP the browser's existing "
-                    "context is driven as it was set up."
+                    "context is driven as it was set up (allowed_domains= applies to it too)."
                 )
-            session = await connect_browser(cdp_url, playwright=_playwright)
+            session = await connect_browser(cdp_url, playwright=_playwright, allowed_domains=allowed)
         else:
             assert ws_endpoint is not None
             session = await connect_playwright_server(ws_endpoint, headers=headers, playwright=_playwright,
-                                                      options=browser_options)
-        return cls(session.page, _session=session, **options)
+                                                      options=with_allowed_domains(browser_options, allowed))
+        return await cls._started(session, options)
 
     async def close(self) -> None:
-        """Release what this Stagehand opened (its CDP sessions, and a browser it launched)."""
+        """Release what this Stagehand opened (CDP sessions, its guard, a browser it launched)."""
         if self._closed:
             return
         self._closed = True
         self._tabs.detach()
-        await self._pages.close()
-        await self._session.close()
+        try:
+            await self._pages.close()
+        finally:
+            await self._session.close()  # the guard first, then what the session opened
 
     async def __aenter__(self) -> Stagehand:
+        await self._guarded()
         return self
+
+    async def _guarded(self) -> None:  # the allowed_domains guard, before the first call (once)
+        self._check_not_closed()
+        await self._session.hold_guard()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
@@ -222,6 +250,13 @@ class Stagehand:
     def page(self) -> Page:
         """The Playwright ``Page`` this Stagehand drives (it follows new tabs: see :attr:`pages`)."""
         return self._tabs.current  # type: ignore[no-any-return]
+
+    @property
+    def blocked_requests(self) -> list[BlockedRequest]:
+        """What ``allowed_domains`` refused while this Stagehand held it (verbs, agent runs, your own
+        navigations), in order, this Stagehand's variable values redacted from each URL."""
+        guard = self._session.guard
+        return [b.model_copy(update={"url": self._variables_seen.redact(b.url)}) for b in guard.blocked] if guard else []
 
     @property
     def pages(self) -> list[Page]:
@@ -243,7 +278,7 @@ class Stagehand:
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a new tab in this Stagehand's browser context, drive it, and go to ``url`` if given."""
-        self._check_not_closed()
+        await self._guarded()
         created = await self.page.context.new_page()
         self._tabs.add(created)
         if url is not None:
@@ -318,6 +353,7 @@ class Stagehand:
         ``timeout`` (seconds, None for none) bounds the capture: a page whose script never yields
         the main thread raises :class:`StagehandTimeoutError` instead of hanging.
         """
+        await self._guarded()
         return await self._driven().snapshot(selector=selector, confidence=confidence, timeout=timeout)
 
     # --- models and operations -----------------------------------------------------------
@@ -359,6 +395,7 @@ class Stagehand:
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
                    instruction: str | None = None, *, session: PageSession | None = None) -> T:
         """Run a verb on ``session`` (its operation's tab; default: the tab driven now)."""
+        await self._guarded()
         session = session or self._driven()  # a verb's session: made by _context just now, checked open there
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
@@ -377,6 +414,8 @@ class Stagehand:
             if session.page.is_closed():
                 raise PageClosedError(f"{what}() failed because the page was closed.") from None
             raise
+        finally:
+            await self._session.sweep_blocked_tabs()  # a tab the verb opened to a refused address
 
     async def observe(
         self,
@@ -513,7 +552,7 @@ class Stagehand:
         replace the config's): ``model`` defaults to this Stagehand's model; ``tools`` adds typed
         Python functions; ``mode="cua"`` drives the page by screenshot and coordinates;
         ``allowed_domains`` (glob patterns) blocks every other navigation, request and new tab
-        while a task runs; ``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
+        while a task runs (narrowing this Stagehand's own, never widening it); ``checkpoint_path``, ``evidence_dir``, ``self_check``, ``use_vision``,
         ``on_safety_check`` and the long-horizon options are described on ``AgentConfig``.
         """
         from .agent import Agent, AgentConfig
@@ -523,7 +562,8 @@ class Stagehand:
             raise InvalidArgumentError(f"agent() takes an AgentConfig (or keyword options), not {type(config).__name__}.")
         settings = (config or AgentConfig()).replace(options)
         client = self._models.make(settings.model) if settings.model is not None else self._models.require()
-        return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model))
+        return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model),
+                     before_run=self._guarded)
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:

@@ -12,6 +12,8 @@ from ._usage import Usage
 __all__ = [
     "Action",
     "ActResult",
+    "BlockedKind",
+    "BlockedRequest",
     "Repair",
     "SavedDownload",
     "ActionMethod",
@@ -60,6 +62,30 @@ ActionMethod: TypeAlias = Literal[
 ]
 
 
+class Repair(BaseModel):
+    """A model answer the page showed to be a near miss, and what the library did about it.
+
+    The library corrects an answer only where the page makes the correction unambiguous (an
+    ``<option>`` picked for ``select_option`` is its own ``<select>``; a link's name that exactly one
+    link has is that link's id); otherwise it re-asks once with the valid choices. Either way the
+    result says so here. ``answered`` and ``done`` carry placeholders, never variable values.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    #: What kind of near miss, e.g. ``"option_to_select"``, ``"not_editable"``, ``"unknown_option"``,
+    #: ``"link_name_to_id"``, ``"value_not_on_page"``, ``"invented_placeholder"``.
+    kind: str
+    #: What the model answered, in words (``"select_option ['Germany'] on [0-12] option: Germany"``).
+    answered: str
+    #: What the library did instead (``"select_option ['Germany'] on [0-10] combobox: Country"``,
+    #: ``"re-asked with the 3 editable elements"``, ``"left out field 'subtitle'"``).
+    done: str
+    #: ``"corrected"`` when the page decided it; ``"re-asked"`` when the model was asked again with
+    #: the valid choices; ``"dropped"`` when a value was left out of extracted data.
+    outcome: Literal["corrected", "re-asked", "dropped"] = "corrected"
+
+
 class Action(BaseModel):
     """One thing to do to one element, as returned by ``observe()`` and run by ``act()``.
 
@@ -84,6 +110,11 @@ class Action(BaseModel):
         description="Placeholders observe() put where the instruction gave no value (e.g. the text to fill): "
         "act() needs variables= with these names, or an action with the value in its arguments",
     )
+    #: Near misses in the model's answer that made this action (observe, act's planner): a
+    #: correction the page decided (an ``<option>`` picked for ``select_option`` became its
+    #: ``<select>``), or a re-ask whose second answer this action is. Empty for an action as given
+    #: or replayed from the cache.
+    repairs: list[Repair] = Field(default_factory=list)
 
 
 class SavedDownload(BaseModel):
@@ -101,28 +132,22 @@ class SavedDownload(BaseModel):
     url: str
 
 
-class Repair(BaseModel):
-    """A model answer the page showed to be a near miss, and what the library did about it.
+#: What a blocked request was: a navigation, a subresource or ``fetch``, a new tab, or a
+#: speculative load (speculation rules).
+BlockedKind: TypeAlias = Literal["navigation", "request", "popup", "speculation"]
 
-    The library corrects an answer only where the page makes the correction unambiguous (an
-    ``<option>`` picked for ``select_option`` is its own ``<select>``; a link's name that exactly one
-    link has is that link's id); otherwise it re-asks once with the valid choices. Either way the
-    result says so here. ``answered`` and ``done`` carry placeholders, never variable values.
-    """
+
+class BlockedRequest(BaseModel):
+    """A navigation, request or new tab stopped by ``allowed_domains``; ``kind="speculation"`` is a
+    speculative load (speculation rules) to another host the page asked for, refused
+    (``resource_type`` says which: ``prefetch``, ``prerender``, or ``speculation-rules header``
+    with the rule set's address); see docs/security.md for the rule sets it cannot refuse."""
 
     model_config = ConfigDict(frozen=True)
 
-    #: What kind of near miss, e.g. ``"option_to_select"``, ``"not_editable"``, ``"unknown_option"``,
-    #: ``"link_name_to_id"``, ``"value_not_on_page"``, ``"invented_placeholder"``.
-    kind: str
-    #: What the model answered, in words (``"select_option ['Germany'] on [0-12] option: Germany"``).
-    answered: str
-    #: What the library did instead (``"select_option ['Germany'] on [0-10] combobox: Country"``,
-    #: ``"re-asked with the 3 editable elements"``, ``"left out field 'subtitle'"``).
-    done: str
-    #: ``"corrected"`` when the page decided it; ``"re-asked"`` when the model was asked again with
-    #: the valid choices; ``"dropped"`` when a value was left out of extracted data.
-    outcome: Literal["corrected", "re-asked", "dropped"] = "corrected"
+    url: str
+    kind: BlockedKind
+    resource_type: str = ""
 
 
 class ActResult(BaseModel):

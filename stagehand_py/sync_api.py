@@ -45,7 +45,7 @@ from ._operations.expect import Expectation
 from ._stagehand import DOWNLOAD_WAIT, SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
-from ._types import Action, ActResult, SavedDownload, Variables
+from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
 from .browser._options import BrowserOptions
 from .browser._tabs import DownloadFailure
 from .llm import Metrics
@@ -94,10 +94,12 @@ class Stagehand:
         llm_options: LLMOptions | None = None,
         follow_new_tabs: bool = True,
         downloads_dir: str | os.PathLike[str] | None = None,
+        allowed_domains: Sequence[str] | None = None,
         _core: AsyncStagehand | None = None,
         _playwright: SyncPlaywright | None = None,
     ) -> None:
-        """Wrap a sync Playwright ``Page``; the options are those of :class:`stagehand_py.Stagehand`."""
+        """Wrap a sync Playwright ``Page``; the options are those of :class:`stagehand_py.Stagehand`.
+        With ``allowed_domains`` the guard is in place when the constructor returns."""
         from playwright.sync_api import Page as SyncPageClass
 
         if not isinstance(page, SyncPageClass):
@@ -111,7 +113,7 @@ class Stagehand:
             view = async_view(page)
 
             async def make() -> AsyncStagehand:  # built on Playwright's loop, where it will run
-                return AsyncStagehand(
+                core = AsyncStagehand(
                     view,
                     model=model,
                     api_key=api_key,
@@ -123,7 +125,14 @@ class Stagehand:
                     llm_options=llm_options,
                     follow_new_tabs=follow_new_tabs,
                     downloads_dir=downloads_dir,
+                    allowed_domains=allowed_domains,
                 )
+                try:
+                    await core.__aenter__()  # the allowed_domains guard, before the caller's next line
+                except BaseException:
+                    await core.close()
+                    raise
+                return core
 
             _core = run_sync(page, make())
         self._core = _core
@@ -245,6 +254,11 @@ class Stagehand:
     def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Cookies and local storage, saved to ``path`` if given; see :meth:`stagehand_py.Stagehand.save_storage_state`."""
         return self._run(self._core.save_storage_state(path))
+
+    @property
+    def blocked_requests(self) -> list[BlockedRequest]:
+        """What ``allowed_domains`` refused; see :attr:`stagehand_py.Stagehand.blocked_requests`."""
+        return self._core.blocked_requests
 
     @property
     def metrics(self) -> Metrics:

@@ -79,6 +79,11 @@ LONG_FILES = {
     "tests/plugin/test_playwright_asyncio.py": 20,
     # Two MCP servers in subprocesses, each with its browser (41 s -n 0 on the loaded cores).
     "tests/mcp_server/test_mcp_server.py": 10,
+    # The Stagehand's own guard: 23 tests, each waiting for the browser's speculation and redirect
+    # events (62 s -n 0 on loaded cores, 86 s beside another file); the plugin marker's one pytest
+    # subprocess with its own Chromium (57 s beside others on loaded cores).
+    "tests/security/test_stagehand_guard.py": 25,
+    "tests/plugin/test_plugin_allowed_domains.py": 12,
 }
 
 #: The files that run the embedded model (2 GB, llama.cpp threads on both cores): one unit of work

@@ -29,6 +29,7 @@ TOP_LEVEL = {
     "ProxySettings",
     "Geolocation",
     "SavedDownload",
+    "BlockedRequest",
     "ModelSpec",
     "StagehandOptions",
     "LLMOptions",

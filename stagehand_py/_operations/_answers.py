@@ -3,11 +3,6 @@
 Problems are worded for the model: they are sent back to it as a re-ask. What a good model
 reasonably answers is taken rather than re-asked:
 
-- an ``<option>`` line of a native ``<select>`` picked for ``select_option`` or ``click``
-  becomes ``select_option`` of that option's label on its ``<select>`` (what a user means);
-- a radio, checkbox or switch picked for ``select_option`` with its own name (or no argument)
-  becomes ``check`` of it ("choose the Pro plan" read as selecting the Pro option); with another
-  option's name it is re-asked, never moved to a sibling the model did not pick;
 - an element given by the text of its outline line instead of its id ('textbox: Password',
   'Inner button', '43' for '0-43') is that element when the text names exactly one
   (:func:`elements_meant`); text that names several is re-asked with their ids listed;
@@ -18,30 +13,49 @@ reasonably answers is taken rather than re-asked:
 - text the instruction gives is typed as it gives it: a ``fill``/``type`` value that is the
   instruction's text with other case or punctuation around it (``type dumps`` answered
   ``'.dumps'``: the page's ``json.dumps`` leaked in) becomes the instruction's text
-  (:func:`as_instruction_gives`).
+  (:func:`as_instruction_gives`);
+- near misses (an ``<option>`` picked for its select, text typed into a link, a label that is no
+  option, a value method for an instruction that only finds): corrected where the page leaves
+  one reading, else re-asked once with the valid choices (:mod:`._near_misses`,
+  :class:`AnswerCheck`). Each is a :class:`~stagehand_py.Repair` on the Action it made.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .._actions import placeholders_in
 from .._actions._methods import check_arity
 from .._errors import InvalidArgumentError
+from .._prompts.choice import NO_CHOICE
+from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
-from .._types import Action
+from .._types import Action, Repair
+from ..llm import LLMClient
 from ..snapshot import Snapshot
+from ._near_misses import (
+    as_check,
+    as_select,
+    native_select,
+    on_element,
+    only_finds,
+    option_labels,
+    option_named,
+    outline_line,
+    takes_no_text,
+    text_fields,
+    types_text,
+)
 
 logger = logging.getLogger("stagehand_py._operations")
 
-__all__ = ["VALUE_ARGUMENTS", "as_instruction_gives", "check_elements", "element_id", "elements_meant", "example_id",
-           "lines_named", "to_action"]
+__all__ = ["VALUE_ARGUMENTS", "AnswerCheck", "as_instruction_gives", "check_elements", "element_id", "elements_meant",
+           "example_id", "lines_named", "note_repairs", "to_action", "without_repairs"]
 
 _ID = re.compile(r"^\[?\s*(\d+-\d+)\s*\]?$")
-# A native <select>'s option (maybe inside an <optgroup>): the path of the select, then the option.
-_OPTION_PATH = re.compile(r"^(?P<select>.*/select\[\d+\])(?:/optgroup\[\d+\])?/option\[\d+\]$")
 #: Methods whose one argument is a value only the caller can know, and what it is called.
 VALUE_ARGUMENTS = {"fill": "text", "type": "text", "select_option": "option", "press": "key"}
 
@@ -101,7 +115,7 @@ def example_id(snapshot: Snapshot) -> str:
 
 
 def to_action(snapshot: Snapshot, eid: str, *, description: str, method: str, arguments: Sequence[str],
-              missing: Sequence[str] = ()) -> Action:
+              missing: Sequence[str] = (), repairs: Sequence[Repair] = ()) -> Action:
     """An Action on element ``eid`` of ``snapshot``; a drag target given as an id becomes its selector."""
     args = [str(a) for a in arguments]
     if method == "drag_and_drop" and args:
@@ -109,38 +123,7 @@ def to_action(snapshot: Snapshot, eid: str, *, description: str, method: str, ar
         if target is not None:
             args[0] = f"xpath={snapshot.xpath_map[target]}"
     return Action(selector=f"xpath={snapshot.xpath_map[eid]}", description=description, method=method, arguments=args,
-                  missing_arguments=list(missing))
-
-
-def _as_select(snapshot: Snapshot, eid: str, method: str, arguments: Sequence[str],
-               ids_by_path: Mapping[str, str]) -> tuple[str, str, list[str]]:
-    """(id, method, arguments), with an option of a native select picked for ``select_option``
-    or ``click`` turned into ``select_option`` of its label on the select itself."""
-    m = _OPTION_PATH.match(snapshot.xpath_map[eid])
-    select = ids_by_path.get(m.group("select")) if m else None
-    option = snapshot.element(eid)
-    if select is None or option is None or method not in ("select_option", "click") or not option.name:
-        return eid, method, list(arguments)
-    given = [a for a in arguments if a]
-    return select, "select_option", given if method == "select_option" and given else [option.name]
-
-
-#: Roles a person "selects" by checking the element itself.
-_CHECKABLE_ROLES = frozenset({"radio", "checkbox", "switch", "menuitemradio", "menuitemcheckbox"})
-
-
-def _as_check(snapshot: Snapshot, eid: str, method: str, arguments: list[str]) -> tuple[str, list[str]] | str:
-    """(method, arguments), with ``select_option`` of a checkable element's own name turned into
-    ``check``; or a problem for the model when it names another option."""
-    element = snapshot.element(eid)
-    if method != "select_option" or element is None or element.role not in _CHECKABLE_ROLES:
-        return method, arguments
-    name = " ".join(element.name.split()).casefold()
-    given = [" ".join(a.split()).casefold() for a in arguments if a.strip()]
-    if not given or (name and all(g in name or name in g for g in given)):
-        return "check", []
-    return (f"select_option is only for a native select, and [{eid}] is the {element.role} {element.name!r}, "
-            f"not {arguments[0]!r}: pick the line of the {element.role} you mean, with method check")
+                  missing_arguments=list(missing), repairs=list(repairs))
 
 
 def _placeholder(snapshot: Snapshot, eid: str, method: str, taken: set[str]) -> str:
@@ -156,19 +139,85 @@ def _placeholder(snapshot: Snapshot, eid: str, method: str, taken: set[str]) -> 
     return name
 
 
-def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, variables: Mapping[str, str], *,
-                   missing_values: bool = False) -> tuple[list[str], list[Action]]:
-    """Map the model's elements to Actions; list what is wrong (unknown id, placeholder, arguments).
+def _same(text: str) -> str:
+    return text
 
-    ``missing_values``: a value method without its value is kept (see the module docstring).
+
+#: At most this many valid choices are listed in a re-ask (a long form's fields, a country list).
+_LISTED = 12
+
+
+@dataclass
+class AnswerCheck:
+    """The model's element answers checked against one read of the page.
+
+    Called with one answer's elements (and, in choice mode, the choices they were picked from:
+    id -> line), it returns the problems to re-ask with, or the Actions (see the module
+    docstring). ``missing_values``: a value method without its value is kept. ``instruction``:
+    what the call asked (None: observe's default), for the ``no_value_asked`` rule. ``reask``:
+    near misses that need the model are re-asked; off, only the corrections apply (heal, which
+    keeps the method it repairs). ``fence`` wraps the page text a re-ask lists; ``redact`` hides
+    variable values in it and in every :class:`~stagehand_py.Repair`.
+
+    Each near miss that needs the model is re-asked once per kind for this read of the page. The
+    re-ask is recorded on the Action the next accepted answer makes at the same place, else in
+    :attr:`left_out`; a second miss of a kind asked already is left out (``not_editable``, a
+    checkable picked for another option) or, for a label that is no option (perhaps a value the
+    outline does not show), handed to the executor, which matches values too.
     """
-    problems: list[str] = []
-    actions: list[Action] = []
-    ids_by_path = {path: eid for eid, path in snapshot.xpath_map.items()}
-    # Placeholder names are unique within the answer; one that equals a given variable's name
-    # (the field's own name) is filled by that variable.
-    taken: set[str] = set()
-    for n, element in enumerate(elements):
+
+    snapshot: Snapshot
+    variables: Mapping[str, str]
+    instruction: str | None = None
+    missing_values: bool = False
+    reask: bool = True
+    fence: Fence | None = None
+    redact: Callable[[str], str] = _same
+    #: Re-asks and answers whose element made no Action (left out, or nothing at that place).
+    left_out: list[Repair] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._elements = self.snapshot.elements
+        self._ids_by_path = {path: eid for eid, path in self.snapshot.xpath_map.items()}
+        self._text = text_fields(self._elements)
+        self._asked: set[str] = set()  # the kinds re-asked already (each once)
+        self._pending: dict[int, list[Repair]] = {}  # re-asks made, by the answer's position
+        self._dropped: list[Repair] = []  # second misses left out by the current call
+
+    def __call__(self, elements: Sequence[ObservedElement],
+                 offered: Mapping[str, str] | None = None) -> tuple[list[str], list[Action]]:
+        problems: list[str] = []
+        made: list[tuple[int, Action]] = []
+        asked: dict[int, Repair] = {}
+        self._dropped = []
+        # Placeholder names are unique within the answer; one that equals a given variable's name
+        # (the field's own name) is filled by that variable.
+        taken: set[str] = set()
+        for n, element in enumerate(elements):
+            action = self._one(n, element, offered, taken, problems, asked)
+            if action is not None:
+                made.append((n, action))
+        if problems:
+            for n, repair in asked.items():
+                self._pending.setdefault(n, []).append(repair)
+                self._asked.add(repair.kind)
+            return problems, [action for _, action in made]
+        actions = []
+        for n, action in made:
+            before = self._pending.pop(n, [])
+            if before:
+                action = action.model_copy(update={"repairs": [*before, *action.repairs]})
+            actions.append(action)
+        self.left_out.extend([*(repair for repairs in self._pending.values() for repair in repairs), *self._dropped])
+        self._pending.clear()
+        for repair in [r for a in actions for r in a.repairs]:
+            logger.info("near miss (%s, %s): answered %s; %s", repair.kind, repair.outcome, repair.answered, repair.done)
+        return [], actions
+
+    def _one(self, n: int, element: ObservedElement, offered: Mapping[str, str] | None, taken: set[str],
+             problems: list[str], asked: dict[int, Repair]) -> Action | None:
+        """The Action ``element`` (the answer's ``n``-th) makes, or None with a problem or a record of why."""
+        snapshot = self.snapshot
         several = elements_meant(element.element_id, snapshot)
         eid = several[0] if len(several) == 1 else None
         if eid is None:
@@ -178,33 +227,125 @@ def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, vari
                 f"elements[{n}].element_id {element.element_id!r} is not an id of the outline; use an id shown "
                 f"in brackets at the start of an outline line{example_id(snapshot)}{hint}"
             )
-            continue
-        unknown = [p for p in placeholders_in(element.arguments) if p not in variables]
-        if unknown:
-            available = ", ".join(f"%{v}%" for v in variables) or "none"
+            return None
+        answered = on_element(snapshot, element.method, element.arguments, eid, self.redact)
+        repairs: list[Repair] = []
+        picked, method, arguments = eid, str(element.method), list(element.arguments)
+        eid, method, arguments = as_select(snapshot, eid, method, arguments, self._ids_by_path)
+        if eid != picked:
+            repairs.append(Repair(kind="option_to_select", answered=answered,
+                                  done=on_element(snapshot, method, arguments, eid, self.redact)))
+        checked = as_check(snapshot, eid, method, arguments, self.redact)
+        if isinstance(checked, str):
+            self._near_miss("select_to_check", n, answered, f"elements[{n}]: {checked}", "re-asked for the element "
+                            "meant, with check", problems, asked)
+            return None
+        if checked[0] != method:
+            repairs.append(Repair(kind="select_to_check", answered=answered,
+                                  done=on_element(snapshot, checked[0], checked[1], eid, self.redact)))
+        method, arguments = checked
+        if method in VALUE_ARGUMENTS and only_finds(self.instruction) and eid == picked and not any(
+                p in self.variables for p in placeholders_in(arguments)):
+            # The instruction only finds: nothing was asked to be typed, chosen or pressed.
+            method, arguments = "click", []
+            repairs.append(Repair(kind="no_value_asked", answered=answered,
+                                  done=on_element(snapshot, method, arguments, eid, self.redact)))
+        invented = [p for p in placeholders_in(arguments) if p not in self.variables]
+        if invented and (self.variables or not self.missing_values or method not in VALUE_ARGUMENTS):
+            available = ", ".join(f"%{v}%" for v in self.variables) or "none"
             problems.append(
-                f"elements[{n}].arguments use {', '.join(f'%{u}%' for u in unknown)}, which is not a given "
+                f"elements[{n}].arguments use {', '.join(f'%{u}%' for u in invented)}, which is not a given "
                 f"variable (available: {available})"
             )
-            continue
-        eid, method, arguments = _as_select(snapshot, eid, element.method, element.arguments, ids_by_path)
-        checked = _as_check(snapshot, eid, method, arguments)
-        if isinstance(checked, str):
-            problems.append(f"elements[{n}]: {checked}")
-            continue
-        method, arguments = checked
+            return None
+        if self.reask and types_text(method, arguments) and takes_no_text(snapshot.element(eid), self._text):
+            self._not_editable(n, eid, method, answered, offered, problems, asked)
+            return None
+        if self.reask and method == "select_option" and arguments and not placeholders_in(arguments) \
+                and native_select(snapshot, eid) and "unknown_option" not in self._asked:
+            labels = option_labels(self._elements, snapshot.xpath_map[eid])
+            if labels and not option_named(labels, arguments[0]):
+                self._unknown_option(n, eid, arguments[0], labels, answered, problems, asked)
+                return None
         missing: list[str] = []
-        if missing_values and method in VALUE_ARGUMENTS and not [a for a in arguments if a.strip()]:
+        if self.missing_values and method in VALUE_ARGUMENTS and (invented or not [a for a in arguments if a.strip()]):
             missing = [_placeholder(snapshot, eid, method, taken)]
             arguments = [f"%{missing[0]}%"]
+            if invented:  # no variables were given: the model's placeholder names nothing
+                repairs.append(Repair(kind="invented_placeholder", answered=answered, done=on_element(
+                    snapshot, method, arguments, eid, self.redact) + f", with {missing[0]!r} in missing_arguments"))
         try:
             check_arity(method, arguments)
         except InvalidArgumentError as exc:
             problems.append(f"elements[{n}]: {exc}")
-            continue
-        actions.append(to_action(snapshot, eid, description=element.description, method=method, arguments=arguments,
-                                 missing=missing))
-    return problems, actions
+            return None
+        return to_action(snapshot, eid, description=element.description, method=method, arguments=arguments,
+                         missing=missing, repairs=repairs)
+
+    def _near_miss(self, kind: str, n: int, answered: str, problem: str, done: str, problems: list[str],
+                   asked: dict[int, Repair]) -> None:
+        """Re-ask a near miss of ``kind`` the first time (``problem``); after that, leave it out."""
+        if kind in self._asked:
+            self._dropped.append(Repair(kind=kind, answered=answered, outcome="dropped",
+                                        done=f"left out: {kind.replace('_', ' ')} again after one re-ask"))
+            logger.info("near miss (%s) again after one re-ask: %s left out", kind, answered)
+            return
+        problems.append(problem)
+        asked[n] = Repair(kind=kind, answered=answered, done=done, outcome="re-asked")
+
+    def _listed(self, lines: Sequence[str], label: str) -> str:
+        shown = [self.redact(line) for line in lines[:_LISTED]]
+        if len(lines) > _LISTED:
+            shown.append(f"... and {len(lines) - _LISTED} more in the outline")
+        text = "\n".join(shown)
+        return self.fence.wrap(text, label) if self.fence is not None else text
+
+    def _not_editable(self, n: int, eid: str, method: str, answered: str, offered: Mapping[str, str] | None,
+                      problems: list[str], asked: dict[int, Repair]) -> None:
+        if offered is not None:
+            fields = [line for i, line in offered.items() if i in self._text]
+        else:
+            fields = [outline_line(self.snapshot, e.id) for e in self._elements if e.id in self._text]
+        element = self.snapshot.element(eid)
+        role = element.role if element is not None else "element"
+        line = self.redact(outline_line(self.snapshot, eid))
+        what = f"elements[{n}]: {method} puts text into a field, but {line} is a {role}, which takes no text"
+        none = f"'{NO_CHOICE}'" if offered is not None else "no element for it"
+        if fields:
+            problem = (f"{what}. The elements that take text are listed below: answer with the one the instruction "
+                       f"means (same method and arguments), or {none} when none of them fits.\n"
+                       f"{self._listed(fields, 'page elements that take text')}")
+        else:
+            problem = f"{what}, and no element here takes text: answer {none}."
+        self._near_miss("not_editable", n, answered, problem,
+                        f"re-asked with the {len(fields)} element(s) that take text", problems, asked)
+
+    def _unknown_option(self, n: int, eid: str, wanted: str, labels: Sequence[str], answered: str,
+                        problems: list[str], asked: dict[int, Repair]) -> None:
+        line = self.redact(outline_line(self.snapshot, eid))
+        problem = (f"elements[{n}]: the select {line} has no option {self.redact(wanted)!r}. Its option labels are "
+                   "listed below: answer select_option on it with the one the instruction means, copied exactly.\n"
+                   f"{self._listed(labels, 'option labels')}")
+        self._near_miss("unknown_option", n, answered, problem,
+                        f"re-asked with the select's {len(labels)} option label(s)", problems, asked)
+
+
+def check_elements(elements: Sequence[ObservedElement], snapshot: Snapshot, variables: Mapping[str, str], *,
+                   missing_values: bool = False) -> tuple[list[str], list[Action]]:
+    """Map the model's elements to Actions with the corrections only (no near-miss re-asks: a
+    heal keeps the method it repairs); list what is wrong (unknown id, placeholder, arguments)."""
+    return AnswerCheck(snapshot, variables, missing_values=missing_values, reask=False)(elements)
+
+
+def without_repairs(actions: Sequence[Action]) -> list[Action]:
+    """``actions`` as the cache keeps them: what to do, without how the model's answer came to it."""
+    return [action.model_copy(update={"repairs": []}) if action.repairs else action for action in actions]
+
+
+async def note_repairs(client: LLMClient, purpose: str, repairs: Sequence[Repair]) -> None:
+    """Write ``repairs`` to the client's inference log (when it keeps one), beside the requests."""
+    if repairs:
+        await client.log_note(purpose, {"repairs": [repair.model_dump(mode="json") for repair in repairs]})
 
 
 #: What a small model puts around a value it copies: quotes, dots, brackets, spaces.

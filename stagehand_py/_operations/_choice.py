@@ -4,7 +4,8 @@ When the client's :attr:`~stagehand_py.llm.LLMClient.choice_mode` is on, the ans
 ``element`` is an enum of the chunk's actionable elements written ``"button: Log in [0-11]"``
 (see :mod:`stagehand_py._prompts.choice`). The chosen line is mapped back to its id here and
 the answer becomes the ordinary :class:`ObserveAnswer`/:class:`ActAnswer`, so the checks,
-re-asks and Actions downstream are the same in both modes.
+re-asks and Actions downstream are the same in both modes; the answer also knows the choices it
+was picked from, so a re-ask lists valid ones as they were offered.
 
 Budget: the choices repeat the chunk's actionable lines (in the user message and, in the
 schema, once more), so choice mode gives each chunk a third of the page budget
@@ -27,7 +28,7 @@ from .._errors import ConfigurationError
 from .._prompts.act import ActAnswer
 from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, with_choices
 from .._prompts.common import Fence
-from .._prompts.observe import ObservedElement
+from .._prompts.observe import ElementAnswer, ObservedElement
 from ..llm import SystemMessage, UserMessage
 from ..snapshot import SnapshotElement
 from ._budget import prompt_tokens, reask_reserve
@@ -197,13 +198,17 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
         # checkboxes). A page sent whole keeps page order, so an act shares its observe's choices.
         choices = {line: choices[line] for line in _by_relevance(choices, instruction, contexts)}
     lines = [*choices, NO_CHOICE]
+    offered = {eid: line for line, eid in choices.items()}
     choices = {**choices, NO_CHOICE: ""}
 
     def check_choice(out: dict[str, Any]) -> tuple[list[str], Any]:
         data: dict[str, Any] = {"elements": elements_from_choices(out, choices)}
         if opens:
             data["opens_options"] = bool(out.get("opens_options", False))
-        return check(answer.model_validate(data))
+        validated = answer.model_validate(data)
+        if isinstance(validated, ElementAnswer):
+            validated.picked_from(offered)  # a re-ask then lists valid choices as they were offered
+        return check(validated)
 
     return ChoiceRequest(with_choices(user, lines, fence),
                          choice_schema(lines, single=single, opens_options=opens), check_choice)

@@ -13,6 +13,9 @@
   once ``variables=`` gives it: else a typed :class:`UnknownVariableError` saying so.
 - Every action runs through :mod:`._heal`: identity check first, self-heal when it fails, and
   cache replay with no model call.
+- Near misses in the model's answer (:mod:`._near_misses`) are corrected where the page decides
+  them, else re-asked once with the valid choices; ``ActResult.repairs`` lists them all (those
+  whose answer was left out too), and the inference log has them beside the requests.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from collections.abc import Mapping
 
 from .._errors import UnknownVariableError
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
-from .._prompts.common import Fence
+from .._prompts.common import Fence, page_fence
 from .._secrets import VariableSet
 from .._session import OperationContext
-from .._types import Action, ActResult
+from .._types import Action, ActResult, Repair
 from ..snapshot import Snapshot
-from ._answers import VALUE_ARGUMENTS, as_instruction_gives, check_elements
+from ._answers import VALUE_ARGUMENTS, AnswerCheck, as_instruction_gives, note_repairs, without_repairs
 from ._heal import remember, replay, run_action, run_checked
 from ._pipeline import (
     PageRead,
@@ -79,17 +82,25 @@ async def act_action(ctx: OperationContext, action: Action) -> ActResult:
     )
 
 
+def _checker(ctx: OperationContext, page: PageRead, variables: Mapping[str, str], *, instruction: str | None = None,
+             missing_values: bool = False) -> AnswerCheck:
+    """The answer check for one read of the page (near misses re-asked once per read)."""
+    return AnswerCheck(page.snapshot, variables, instruction=instruction, missing_values=missing_values,
+                       fence=page_fence(ctx.page, page.text), redact=ctx.variables.redact)
+
+
 async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variables: Mapping[str, str],
-                vision: VisionMode, sees: bool, choice: bool) -> tuple[Action | None, bool]:
-    """One action for ``instruction`` and whether the model says its click opens options
-    (``choice``: the client answers element questions in choice mode)."""
+                vision: VisionMode, sees: bool, choice: bool) -> tuple[Action | None, bool, list[Repair]]:
+    """One action for ``instruction``, whether the model says its click opens options, and the
+    near misses that made no action (``choice``: the client answers in choice mode)."""
     opens: list[bool] = []
+    checker = _checker(ctx, page, variables, instruction=instruction, missing_values=True)
 
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         return act_system(fence), act_user(instruction, outline, fence, variables=variables, part=part)
 
     def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
-        problems, actions = check_elements(out.elements[:1], page.snapshot, variables, missing_values=True)
+        problems, actions = checker(out.elements[:1], out.offered)
         opens.append(out.opens_options and not _completes_itself(actions, page))
         return problems, as_instruction_gives(actions, instruction)
 
@@ -98,9 +109,9 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
                               done=bool, limit=MAX_PARTS, vision=vision, sees=sees, elements=True,
                               instruction=instruction)
     if not answers or not answers[-1]:
-        return None, False
+        return None, False, checker.left_out
     action = answers[-1][0]
-    return action, opens[-1] and action.method == "click"
+    return action, opens[-1] and action.method == "click", checker.left_out
 
 
 #: Roles whose click is the whole act: it sets the element's own state and opens no options (a
@@ -143,8 +154,10 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         return act_system(fence), dropdown_user(instruction, clicked.description, outline, fence, variables=variables)
 
+    checker = _checker(ctx, page, variables)
+
     def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
-        problems, found = check_elements(out.elements[:1], page.snapshot, variables)
+        problems, found = checker(out.elements[:1], out.offered)
         if any(action.selector == clicked.selector for action in found):
             return [f"elements[0] is {clicked.description or 'the element'!r}, which was just clicked to show these "
                     "elements; clicking it again would undo that. Choose one of the new elements shown."], []
@@ -173,12 +186,15 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     sees = vision is not False and model_sees(client)
     looked = await look(ctx, lambda page: _plan(ctx, instruction, page, descriptions, vision, sees, client.choice_mode),
                         found=lambda planned: planned[0] is not None, confidence=vision == "auto" and sees)
-    (action, opens), page = looked.value, looked.page
+    (action, opens, left_out), page = looked.value, looked.page
+    repairs = [*(action.repairs if action is not None else []), *left_out]
+    await note_repairs(client, "act", repairs)
     if action is None:
         logger.info("act %r: no element fits", instruction)
         waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
-        return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}{waited}.",
-                         waited=looked.waited)
+        missed = "".join(f" The model answered {r.answered}: {r.done}." for r in left_out)
+        return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}{waited}.{missed}",
+                         waited=looked.waited, repairs=repairs)
     require_values(action, ctx.variables)
     remember(ctx, page.snapshot, [action])
     dispatched: list[str] = []
@@ -196,11 +212,14 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
             # The click ran; it is not repeated (that would undo it), and no second step fits.
             return ActResult(success=False, message=f"Clicked {ran.description!r}, but nothing that appeared after it "
                              f"fits {instruction!r}; it was not clicked again.",
-                             description=ran.description, actions=done, healed=healed, dispatched=dispatched)
+                             description=ran.description, actions=done, healed=healed, dispatched=dispatched,
+                             repairs=repairs)
+        await note_repairs(client, "act", option.repairs)
+        repairs.extend(option.repairs)
         ran2, healed2 = await run_action(ctx, option, dispatched)
         done.append(ran2)
         healed = healed or healed2
     if key is not None:
-        ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
+        ctx.cache.store(key, without_repairs(done), [ctx.identities.get(a.selector) for a in done])
     return ActResult(success=True, message=f"{instruction}: done", description=done[-1].description, actions=done,
-                     healed=healed, dispatched=dispatched)
+                     healed=healed, dispatched=dispatched, repairs=repairs)

@@ -12,6 +12,7 @@ line alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,21 +25,26 @@ from .._prompts.expect import (
     expect_schema,
     expect_system,
     expect_user,
+    expect_user_short,
     verdict_system,
     verdict_user,
 )
 from .._session import OperationContext
 from .._vision import masked_screenshot
-from ..llm import ImagePart, Usage
+from ..llm import ImagePart, LLMClient, Usage
 from ..snapshot import parse_line
+from ._budget import pieces
 from ._pipeline import ask, read_page, require_sight, split_page
-from ._relevance import claim_score
+from ._relevance import claim_score, rank_chunks
 
-__all__ = ["Expectation", "evidence_choices", "expect"]
+__all__ = ["Expectation", "claim_verdict", "evidence_choices", "expect"]
 
 #: Most lines offered as evidence choices in choice mode: the part's lines most relevant to the
 #: claim first (a small model picks among few far better than among a page's every line).
 MAX_CHOICES = 20
+#: Lines of the page a short verdict (:func:`claim_verdict` in choice mode) shows: the request
+#: is the claim and these lines, nothing else.
+SHORT_CHOICES = 12
 
 
 class Expectation(BaseModel):
@@ -71,11 +77,11 @@ def _same(a: str, b: str) -> bool:
     return re.sub(r"\s+", " ", a).strip() == re.sub(r"\s+", " ", b).strip()
 
 
-def evidence_choices(lines: list[str], claim: str) -> dict[str, str]:
+def evidence_choices(lines: list[str], claim: str, *, limit: int = MAX_CHOICES) -> dict[str, str]:
     """Choice mode's evidence choices -> the outline line each stands for: the lines that say
     something (a name or a value), most relevant to ``claim`` first, text before controls on a
     tie ("Cart: 2 items" before the "Add to cart" button), page order after that; at most
-    :data:`MAX_CHOICES`, each once, numbered."""
+    ``limit``, each once, numbered."""
     said: dict[str, tuple[str, float, bool, int]] = {}
     for index, line in enumerate(lines):
         element = parse_line(line)
@@ -86,7 +92,7 @@ def evidence_choices(lines: list[str], claim: str) -> dict[str, str]:
             f" [{flag}]" for flag in element.flags)
         if shown not in said:
             said[shown] = (line, claim_score(shown, claim), element.actionable, index)
-    ranked = sorted(said.items(), key=lambda item: (-item[1][1], item[1][2], item[1][3]))[:MAX_CHOICES]
+    ranked = sorted(said.items(), key=lambda item: (-item[1][1], item[1][2], item[1][3]))[:limit]
     return {evidence_choice(n, shown): line for n, (shown, (line, *_)) in enumerate(ranked, start=1)}
 
 
@@ -104,15 +110,40 @@ async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False)
     parts = split_page(ctx, page.text, prompt, expect_schema(None), rank_by=claim, choice=choice)
     chunk = parts.chunks[0] if parts.chunks else None
     text = chunk.text if chunk is not None else ""
-    lines = _lines(text)
-    choices = evidence_choices(lines, claim) if choice else None
-    fence = page_fence(ctx.page, text)
-    part = parts.part(chunk) if chunk is not None else None
-    system, user = expect_system(fence), expect_user(claim, text, fence, part=part,
-                                                     choices=list(choices) if choices is not None else None)
     images: list[ImagePart] = []
     if screenshot:  # secrets masked like every screenshot a model sees
         images.append(ImagePart(data=await masked_screenshot(ctx.page, ctx.variables, type="png")))
+    return await _verdict(client, claim, text, page_fence(ctx.page, text), url=ctx.page.url,
+                          part=parts.part(chunk) if chunk is not None else None, images=images,
+                          secrets=ctx.variables.secret_values(), short=False, purpose="expect")
+
+
+async def claim_verdict(client: LLMClient, claim: str, outline: str, *, url: str, budget: int,
+                        secrets: Sequence[str], purpose: str = "expect") -> Expectation:
+    """``expect``'s verdict on ``outline`` (a page the caller read, redacted), in one request: the
+    agent's check of a finished run. The outline part most relevant to the claim within
+    ``budget`` tokens, the evidence quoted from it; in choice mode (a small model) one short
+    request: the claim and the :data:`SHORT_CHOICES` lines most relevant to it, the evidence
+    chosen among them with the verdict."""
+    ranked = rank_chunks(pieces(outline, budget), claim)
+    text = ranked[0].text if ranked else ""
+    part = (1, len(ranked)) if len(ranked) > 1 else None
+    return await _verdict(client, claim, text, Fence(), url=url, part=part, images=[], secrets=secrets, short=True,
+                          purpose=purpose)
+
+
+async def _verdict(client: LLMClient, claim: str, text: str, fence: Fence, *, url: str, part: tuple[int, int] | None,
+                   images: Sequence[ImagePart], secrets: Sequence[str], short: bool, purpose: str) -> Expectation:
+    """The verdict on ``claim`` from ``text`` (one part of a page's outline). Choice mode: the
+    evidence is chosen among numbered lines; ``short`` shows only those lines and takes the
+    verdict from the same answer, else a second request asks for it on the chosen line alone."""
+    lines = _lines(text)
+    choices = evidence_choices(lines, claim, limit=SHORT_CHOICES if short else MAX_CHOICES) if client.choice_mode else None
+    system = expect_system(fence)
+    if choices is not None and short:
+        user = expect_user_short(claim, list(choices), fence)
+    else:
+        user = expect_user(claim, text, fence, part=part, choices=list(choices) if choices is not None else None)
 
     def check(out: dict[str, Any]) -> tuple[list[str], tuple[str, str]]:
         evidence = str(out.get("evidence", "")).strip()
@@ -126,14 +157,13 @@ async def expect(ctx: OperationContext, claim: str, *, screenshot: bool = False)
         return [], (str(out.get("verdict")), evidence)
 
     before = client.metrics.total
-    secrets = ctx.variables.secret_values()
     verdict, evidence = await ask(client, system, user, expect_schema(list(choices) if choices is not None else None),
-                                  purpose="expect", secrets=secrets, check=check, images=images)
-    if choices is not None and evidence:
+                                  purpose=purpose, secrets=secrets, check=check, images=images)
+    if choices is not None and evidence and not short:
         # Choice mode (a small model): the line it chose, asked about alone, decides the verdict;
         # read with the whole page it answers 'yes' to a claim its own evidence contradicts.
         line = evidence.split("] ", 1)[-1]
         verdict = await ask(client, verdict_system(fence), verdict_user(claim, line, fence), VERDICT_SCHEMA,
-                            purpose="expect", secrets=secrets, check=lambda out: ([], str(out.get("verdict"))))
+                            purpose=purpose, secrets=secrets, check=lambda out: ([], str(out.get("verdict"))))
     return Expectation(claim=claim, passed=verdict == "yes", verdict="yes" if verdict == "yes" else "no",
-                       evidence=evidence, url=ctx.page.url, usage=client.metrics.total - before)
+                       evidence=evidence, url=url, usage=client.metrics.total - before)

@@ -13,6 +13,13 @@ again as it changes, up to ``dom_settle_timeout`` (:func:`._pipeline.look`).
 
 Choice mode (``LLMClient.choice_mode``, on for local models): the model picks among the chunk's
 actionable lines instead of writing ids; see :mod:`._choice`.
+
+Near misses (:mod:`._near_misses`): an answer the page corrects comes back corrected, with a
+:class:`~stagehand_py.Repair` in ``Action.repairs`` saying what was answered and what was done;
+one that needs the model is re-asked once with the valid choices, and the Action the next answer
+makes carries that re-ask. The repairs (those left out too) also go to the inference log. An
+observe answers with Actions, so the Action is where its repairs show: a caller who keeps one and
+acts on it later still sees how it came to be; the cache keeps the actions without them.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .._prompts.common import Fence
+from .._prompts.common import Fence, page_fence
 from .._prompts.observe import DEFAULT_OBSERVE_INSTRUCTION, ObserveAnswer, observe_system, observe_user
 from .._session import OperationContext
 from .._types import Action
-from ._answers import check_elements
+from ._answers import AnswerCheck, note_repairs, without_repairs
 from ._heal import cached_actions_valid, identity_in, remember
 from ._pipeline import (
     PageRead,
@@ -77,22 +84,25 @@ async def observe(
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         return observe_system(fence), observe_user(text, outline, fence, variables=variables, part=part)
 
-    async def attempt(page: PageRead) -> list[Action]:
+    async def attempt(page: PageRead) -> tuple[list[Action], AnswerCheck]:
         parts = split_page(ctx, page.text, prompt, ObserveAnswer, rank_by=instruction, choice=client.choice_mode,
                            elements=True)
-        question = Question(prompt, ObserveAnswer,
-                            lambda out: check_elements(out.elements, page.snapshot, variables, missing_values=True))
+        checker = AnswerCheck(page.snapshot, variables, instruction=instruction, missing_values=True,
+                              fence=page_fence(ctx.page, page.text), redact=ctx.variables.redact)
+        question = Question(prompt, ObserveAnswer, lambda out: checker(out.elements, out.offered))
         answers = await ask_parts(ctx, page, parts, question, purpose="observe", done=bool, limit=MAX_PARTS,
                                   vision=vision, sees=sees, elements=True, instruction=instruction)
         logger.info("observe %r: %d action(s) from %d part(s)", text, len(answers[-1]) if answers else 0, parts.total)
-        return answers[-1] if answers else []
+        return (answers[-1] if answers else []), checker
 
-    looked = await look(ctx, attempt, found=bool, selector=selector, ignore_selectors=ignore_selectors,
-                        confidence=vision == "auto" and sees)
-    actions, page = looked.value, looked.page
+    looked = await look(ctx, attempt, found=lambda made: bool(made[0]), selector=selector,
+                        ignore_selectors=ignore_selectors, confidence=vision == "auto" and sees)
+    (actions, checker), page = looked.value, looked.page
     if not actions and looked.waited:
         logger.info("observe %r: nothing matching after waiting %.1f s for the page to change", text, looked.waited)
+    await note_repairs(client, "observe", [*(r for a in actions for r in a.repairs), *checker.left_out])
     remember(ctx, page.snapshot, actions)  # act(action) checks the element is still the one observed
     if key is not None and actions:
-        ctx.cache.store(key, actions, [identity_in(page.snapshot, a.selector, ctx.variables) for a in actions])
+        ctx.cache.store(key, without_repairs(actions),
+                        [identity_in(page.snapshot, a.selector, ctx.variables) for a in actions])
     return actions

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .common import Fence, instruction_with_outline, page_section, page_then_task, preamble, variables_block
-from .observe import ObservedElement
+from .observe import ElementAnswer, ObservedElement
 
 __all__ = [
     "ActAnswer",
@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-class ActAnswer(BaseModel):
+class ActAnswer(ElementAnswer):
     """act()'s structured answer: at most one action."""
 
     elements: list[ObservedElement] = Field(

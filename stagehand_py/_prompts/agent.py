@@ -32,7 +32,9 @@ __all__ = [
     "cua_native_status",
     "cua_native_system_prompt",
     "cua_system_prompt",
+    "done_claim",
     "done_rejected",
+    "done_unverified",
     "expected_items_reached",
     "failures_message",
     "history_message",
@@ -42,8 +44,6 @@ __all__ = [
     "multi_action_aborted",
     "nudge_message",
     "pagination_bonus_note",
-    "self_check_question",
-    "self_check_rejected",
     "state_message",
     "task_message",
 ]
@@ -283,14 +283,20 @@ def done_rejected(problems: Sequence[str], remaining: int) -> str:
     )
 
 
-def self_check_question(instruction: str) -> str:
-    return f"Looking at the page, has this task been completed successfully? Task: {instruction}"
+def done_claim(instruction: str, message: str, output: str) -> str:
+    """The claim a finished run's verdict checks on its final page (short: a small model reads it)."""
+    answer = output or message
+    return f"This page shows the task done: {instruction.strip()[:300]}" + (f" Answer: {answer[:300]}" if answer else "")
 
 
-def self_check_rejected(reasoning: str, remaining: int) -> str:
+def done_unverified(reasons: Sequence[str], remaining: int) -> str:
+    """Said after a ``done`` whose claim failed its checks: the one more turn the model gets."""
+    listed = "\n".join(f"- {r}" for r in reasons)
     return (
-        "done was not accepted: an independent check of the page says the task is not complete: "
-        f"{reasoning}\nContinue ({remaining} step(s) remain), or call done again if you are sure."
+        f"done was not accepted: your claim does not match what the pages show.\n{listed}\n"
+        "Do what the task asks and read the answer off the page that shows it, then call done again, "
+        f"ending on that page ({remaining} step(s) remain). A second claim that does not check out "
+        "ends the task as unverified."
     )
 
 

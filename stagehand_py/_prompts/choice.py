@@ -16,10 +16,13 @@ from typing import Any, get_args
 from .._types import ActionMethod
 from .common import Fence, reuse_layout
 
-__all__ = ["CHOICE_METHODS", "HOW_TO_CHOOSE", "MAX_CHOSEN", "NO_CHOICE", "choice_line", "choice_schema", "enum_safe", "with_choices"]
+__all__ = ["CHOICE_METHODS", "HOW_TO_CHOOSE", "MAX_CHOSEN", "NO_CHOICE", "TEXT_METHODS", "choice_enum", "choice_line",
+           "choice_schema", "enum_safe", "with_choices"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
+#: Methods that put text into an element.
+TEXT_METHODS: tuple[str, ...] = ("fill", "type")
 
 _NAME_MAX = 80
 #: The last choice of every list: picking it means no element fits. A grammar-bound small
@@ -113,3 +116,9 @@ def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) 
         }
         schema["required"].append("opens_options")
     return schema
+
+
+def choice_enum(schema: dict[str, Any]) -> list[str]:
+    """Every choice line a :func:`choice_schema` offers, in order (for tests and tools reading it)."""
+    items = schema["properties"]["elements"]["items"]
+    return max((list(shape["properties"]["element"]["enum"]) for shape in items.get("anyOf", [items])), key=len)

@@ -8,8 +8,8 @@ from typing import Any
 from .choice import enum_safe
 from .common import Fence, fence_rules
 
-__all__ = ["NO_LINE", "VERDICT_SCHEMA", "evidence_choice", "expect_schema", "expect_system", "expect_user", "verdict_system",
-           "verdict_user"]
+__all__ = ["NO_LINE", "VERDICT_SCHEMA", "evidence_choice", "expect_schema", "expect_system", "expect_user",
+           "expect_user_short", "verdict_system", "verdict_user"]
 
 #: The evidence a model gives when no line of the page bears on the claim.
 NO_LINE = "(no line of the page shows it)"
@@ -43,6 +43,15 @@ def expect_user(claim: str, outline: str, fence: Fence, *, part: tuple[int, int]
     return (f"{text}\n\nLines of the page that may decide the claim, the most relevant first:\n{listed}\n\n"
             f"Choose the evidence from these lines, copied with its number; only when none bears on the claim, "
             f"choose {NO_LINE!r}. Then the verdict: 'yes' only when that line shows the claim is true.")
+
+
+def expect_user_short(claim: str, choices: Sequence[str], fence: Fence) -> str:
+    """A short verdict's one request (a small model): the claim and the page's lines most relevant
+    to it, numbered; the evidence is one of them, then the verdict."""
+    listed = fence.wrap("\n".join(choices), "lines of the page")
+    return (f"Claim: {claim}\n\nThe lines of the page most relevant to the claim:\n{listed}\n\n"
+            f"Choose the line that decides the claim, copied with its number (only when none bears on it, "
+            f"{NO_LINE!r}). Then the verdict: 'yes' only when that line shows the claim is true.")
 
 
 def expect_schema(choices: Sequence[str] | None) -> dict[str, Any]:

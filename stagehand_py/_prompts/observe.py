@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .._types import ActionMethod
 from .common import METHODS_GUIDE, Fence, instruction_with_outline, preamble
@@ -17,6 +17,7 @@ from .common import METHODS_GUIDE, Fence, instruction_with_outline, preamble
 __all__ = [
     "DEFAULT_OBSERVE_INSTRUCTION",
     "METHODS_GUIDE",
+    "ElementAnswer",
     "ObserveAnswer",
     "ObservedElement",
     "observe_system",
@@ -44,7 +45,24 @@ class ObservedElement(BaseModel):
     )
 
 
-class ObserveAnswer(BaseModel):
+class ElementAnswer(BaseModel):
+    """An answer that names elements (observe's, act's). In choice mode it also knows the choices it
+    was picked from (:attr:`offered`), so that a re-ask can list the valid ones exactly as offered."""
+
+    elements: list[ObservedElement]
+    _offered: dict[str, str] | None = PrivateAttr(default=None)
+
+    @property
+    def offered(self) -> dict[str, str] | None:
+        """Element id -> its choice line, in choice mode; None when the model wrote ids."""
+        return self._offered
+
+    def picked_from(self, offered: dict[str, str]) -> None:
+        """Note the choices (id -> line) this answer was picked from."""
+        self._offered = dict(offered)
+
+
+class ObserveAnswer(ElementAnswer):
     """observe()'s structured answer."""
 
     elements: list[ObservedElement] = Field(

@@ -5,7 +5,11 @@ a computer-use mode, allowed domains and a judge.
 
     agent = sh.agent(allowed_domains=["example.com"])   # or sh.agent(AgentConfig(...))
     result = await agent.execute("Find the cheapest plan", max_steps=20, output=Plan)
-    result.status, result.output, result.steps, result.evidence
+    result.status, result.output, result.steps, result.evidence, result.checks
+
+A ``done`` is checked before it is reported (``verify``, on by default): values found on the
+pages the run saw, the final page the one the claim names, and (``self_check``) a model's verdict
+on it; a claim that does not check out after one more turn ends ``unverified``.
 """
 
 from ._agent import Agent
@@ -21,11 +25,13 @@ from ._types import (
     AgentStep,
     BlockedRequest,
     CheckpointRecord,
+    DoneCheck,
     Driver,
     EvaluateResult,
     Evidence,
     SafetyCheck,
     ScreenshotRecord,
+    ValueRead,
 )
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "AgentStep",
     "BlockedRequest",
     "CheckpointRecord",
+    "DoneCheck",
     "Driver",
     "EvaluateResult",
     "EventCallback",
@@ -48,5 +55,6 @@ __all__ = [
     "SafetyCheck",
     "ScreenshotRecord",
     "Tool",
+    "ValueRead",
     "tool_from_function",
 ]

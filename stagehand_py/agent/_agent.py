@@ -1,13 +1,15 @@
 """The :class:`Agent`: a driver, a model client and an :class:`AgentConfig`, put together.
 
-``execute`` makes a :class:`._run.Run`, installs the allowed-domains guard, and hands the run to
-the loop (:func:`._step.run_loop`) with the config's mode (:mod:`.modes`) and the tool set.
+``execute`` makes a :class:`._run.Run`, holds the browser context's allowed-domains guard for the
+run (narrowing the Stagehand's, or installing one), and hands the run to the loop
+(:func:`._step.run_loop`) with the config's mode (:mod:`.modes`) and the tool set. The guard is
+let go on every way out of the run, errors included.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,10 @@ from pydantic import BaseModel
 from .._errors import InvalidArgumentError
 from .._inputs import check_inputs
 from .._types import Variables
+from ..browser._guard import GuardLease, hold_guard
 from ..llm import LLMClient
 from ..tracing._spans import traced_agent_run
 from ._config import AgentConfig
-from ._domains import DomainGuard
 from ._replayed_run import run_store, run_with_recording
 from ._run import EventCallback, Run
 from ._step import model_label, run_loop
@@ -41,8 +43,12 @@ class Agent:
         *,
         client: LLMClient,
         fallback_client: LLMClient | None = None,
+        before_run: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._driver = driver
+        # The driver's own preparation before a run (a Stagehand holds its context to its
+        # allowed_domains first, so the run narrows that guard rather than making another).
+        self._before_run = before_run
         self._config = config if config is not None else AgentConfig()
         self._client = client
         self._fallback_client = fallback_client
@@ -98,26 +104,31 @@ class Agent:
             config=self._config, max_steps=max_steps, variables=checked, output=output, timeout=timeout,
             callbacks=cbs, checkpoint_path=Path(path) if path is not None else None,
         )
-        if self._config.allowed_domains is not None:
-            run.guard = DomainGuard(list(self._config.allowed_domains), main_page=self._driver.page, redact=run.redact)
-            await run.guard.install()
         store = run_store(self._driver) if self._config.mode == "dom" else None
         if replay is True and store is None:
             raise InvalidArgumentError("replay=True needs a DOM agent on a Stagehand with a cache directory: "
                                        "Stagehand(page, cache_dir='...') stores runs under it.")
-        recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), run.variables.names)
-                     if store is not None and replay is not False else None)
 
         def live() -> Awaitable[AgentResult]:
             return run_loop(run, self._mode, self._tool_set(run))
 
+        guard: GuardLease | None = None
         try:
+            if self._before_run is not None:
+                await self._before_run()
+            # The run's allowed_domains narrow the context's guard (a URL passes only when the
+            # Stagehand's set admits it too); without a guard they make one for the run; without
+            # either the run still reads a guard someone else holds (what it blocked).
+            guard = await hold_guard(self._driver.page, self._config.allowed_domains, redact=run.redact)
+            run.guard = guard
+            recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), run.variables.names)
+                         if store is not None and replay is not False else None)
             return await traced_agent_run(lambda: run_with_recording(run, recording, live, store), instruction=instruction,
                                           mode=self._config.mode, model=model_label(self._client), max_steps=max_steps,
                                           variables=run.variables)
         finally:
-            if run.guard is not None:
-                await run.guard.uninstall()
+            if guard is not None:
+                await guard.release()
 
     async def stream(self, instruction: str, **options: Any) -> AsyncIterator[AgentEvent]:
         """Run the task and yield its events as they happen; the last one is ``finished``

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .._errors import InvalidArgumentError
+from ..browser._guard import check_patterns
 from ..llm import LanguageModel, LLMClient
-from ._domains import _parse_pattern
 from ._tools import Tool
 from ._types import AgentMode, SafetyCheck
 
@@ -37,10 +37,19 @@ class AgentConfig:
       ``cua_screen`` is the screenshot size the model sees; ``on_safety_check`` decides the
       model's safety checks).
     - ``allowed_domains``: glob patterns; every other navigation, request and new tab is
-      blocked while a task runs.
+      blocked while a task runs. On a Stagehand with its own ``allowed_domains`` they narrow
+      those for the run (a URL must pass both sets), never widen them.
     - ``checkpoint_path``, ``evidence_dir``: where progress and screenshots are written.
-    - ``self_check``: a judge looks at the page before ``done`` is accepted; ``use_vision``: a
-      screenshot each DOM step; ``max_outline_tokens``: the outline part shown each step.
+    - ``verify`` (default on): a ``done`` is a claim, checked before it is reported, first
+      without a model: its output fits the ``output`` schema, every value of it is found in the
+      text of a page the run saw (numbers however written, a count as a table's rows), and a
+      page it names (its title, heading or address) is the page the run ended on; then, with
+      ``self_check``, a model's verdict on the final page (one short request in choice mode). A
+      failed check gives the model one more turn with the reason; a run that still ends on an
+      unchecked claim is ``unverified``, never ``done``. ``AgentResult.checks`` says what ran and
+      what it found. ``verify=False`` reports ``done`` as the model says it (``self_check`` then
+      does nothing).
+    - ``use_vision``: a screenshot each DOM step; ``max_outline_tokens``: the outline part shown each step.
     - ``history_window`` / ``summarise_every``: recent steps shown in full, older ones folded;
       ``breaker_threshold``: infrastructure failures in a row that stop the run;
       ``consolidation_timeout``: seconds for the final call that turns data into the output.
@@ -62,6 +71,7 @@ class AgentConfig:
     allowed_domains: Sequence[str] | None = None
     checkpoint_path: str | Path | None = None
     evidence_dir: str | Path | None = None
+    verify: bool = True
     self_check: bool = False
     use_vision: bool = False
     max_outline_tokens: int = 6000
@@ -103,8 +113,8 @@ class AgentConfig:
             raise InvalidArgumentError("allowed_domains is a list of patterns, e.g. ['example.com', '*.example.com'].")
         if isinstance(self.tools, str) or callable(self.tools):
             raise InvalidArgumentError("tools is a list of functions or Tools.")
-        for pattern in self.allowed_domains or ():
-            _parse_pattern(pattern)  # a bad pattern is an error now, not during a run
+        if self.allowed_domains is not None:
+            check_patterns(self.allowed_domains)  # a bad pattern is an error now, not during a run
         # Frozen: normalised once, here.
         set_ = object.__setattr__
         set_(self, "tools", tuple(self.tools))
@@ -144,6 +154,7 @@ class AgentOptions(TypedDict, total=False):
     allowed_domains: Sequence[str] | None
     checkpoint_path: str | Path | None
     evidence_dir: str | Path | None
+    verify: bool
     self_check: bool
     use_vision: bool
     max_outline_tokens: int

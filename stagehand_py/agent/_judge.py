@@ -1,5 +1,6 @@
 """The judge: a yes / no / invalid verdict on a question about the page, from a screenshot and
-the outline. Backs :meth:`Stagehand.evaluate` and the agent's optional self-check."""
+the outline. Backs :meth:`Stagehand.evaluate` (the agent's ``self_check`` is ``expect``'s verdict:
+:mod:`._verify`)."""
 
 from __future__ import annotations
 

@@ -23,14 +23,14 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
 
-from .._errors import ActionFailedError, InvalidArgumentError
+from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
 from .._operations._heal import identity_in
 from .._secrets import VariableSet
 from .._types import Action, ActResult
 from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
+from ..browser._guard import GuardLease
 from ..llm import LLMClient, Usage
 from ._config import AgentConfig
-from ._domains import DomainGuard
 from ._recording import RecordedStep, ReplayReport
 from ._types import (
     AgentEvent,
@@ -40,9 +40,11 @@ from ._types import (
     AgentStatus,
     AgentStep,
     CheckpointRecord,
+    DoneCheck,
     Driver,
     ScreenshotRecord,
 )
+from ._verify import PagesSeen
 from .hygiene import FailureTracker, StallDetector, StepBudget, sanitise
 
 if TYPE_CHECKING:
@@ -159,11 +161,16 @@ class Run:
         self.pending_images: list[bytes] = []
         self.notices: list[str] = []
         self.last_messages: list[dict[str, Any]] = []
-        self.guard: DomainGuard | None = None
+        self.guard: GuardLease | None = None
         self.last_signature: str | None = None
         #: The page state (its signature) each step began on: step n's action left the page in
         #: the state step n + 1 began on.
         self.page_states: dict[int, str] = {}
+        #: The pages the run saw (and its own tools' results), for checking a ``done`` claim; the
+        #: checks made so far; and a claim that failed them, waiting for the model's one more turn.
+        self.pages_seen = PagesSeen()
+        self.checks: list[DoneCheck] = []
+        self.bounced: Finished | None = None
         self.last_action = ""
         #: Per-run state of the mode (the native computer-use conversation).
         self.mode_state: Any = None
@@ -180,6 +187,24 @@ class Run:
         self.start_url = ""
         self.replay_report: ReplayReport | None = None
         self.replayed_steps = 0
+
+    async def saw(self, state: PageState) -> None:
+        """Keep the books of the page state this step begins on: its signature, and (with
+        ``verify``) its text, for checking a ``done`` claim. A mode that shows no outline (the
+        computer-use mode) reads the page's outline for it."""
+        self.page_states[self.step] = state.signature
+        if not self.config.verify:
+            return
+        snapshot = self.snapshot if state.outline is not None else None
+        if state.outline is None:
+            try:
+                snapshot = await self.driver.snapshot()
+            except StagehandError:  # navigating, closed: nothing to remember of this step
+                return
+        text = self.redact(snapshot.tree) if snapshot is not None else "\n".join(self.outline_chunks)
+        links = [self.redact(u) for u in snapshot.url_map.values()] if snapshot is not None else []
+        self.pages_seen.record(self.step, signature=state.signature, url=self.redact(state.url),
+                               title=self.redact(state.title), text=text, links=links)
 
     # --- redaction ---------------------------------------------------------------------------
 

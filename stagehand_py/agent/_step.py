@@ -9,12 +9,11 @@ A new kind of step (a mode of its own) is a ``Mode.step`` written from these pie
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 from .._errors import (
@@ -32,28 +31,26 @@ from .._errors import (
 )
 from .._prompts import agent as P
 from .._prompts.common import Fence
-from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ..snapshot import ACTIONABLE_ROLES, parse_line
+from ..llm import LLMClient, SystemMessage, UserMessage
+from ..snapshot import ACTIONABLE_ROLES
 from ..tracing._spans import traced_agent_step
 from ._choice_step import ask_choice_step, uses_choice_step
-from ._judge import evaluate_page
+from ._messages import build_messages, message_record, notices_for
 from ._recording import recording_of, report_of
 from ._run import Finished, Mode, PageState, Run, browser_lock
-from ._tools import TERMINAL_TOOLS, Tool, ToolOutcome, ToolSet, step_model
-from ._types import AgentResult, AgentStep, Evidence, SafetyCheck
+from ._tools import TERMINAL_TOOLS, ToolOutcome, ToolSet, step_model
+from ._types import AgentResult, AgentStep, DoneCheck, Evidence, SafetyCheck
+from ._verify import check_claim, verdict
 from .hygiene import (
     ErrorKind,
-    StallState,
     action_signature,
     batch_abort_reason,
     check_done_output,
     classify_error,
     count_actionable,
-    history_split,
     is_pagination_control,
     item_count,
     sanitise,
-    summarise_steps,
 )
 
 __all__ = [
@@ -165,9 +162,9 @@ async def _one_step(run: Run, mode: Mode, toolset: ToolSet) -> None:
     """What every step does whatever the mode: capture, the loop's notices, then the mode's step."""
     await run.emit("step_started", {"max_steps": run.max_steps})
     state = await mode.capture(run)
-    run.page_states[run.step] = state.signature
+    await run.saw(state)
     fence = Fence()  # a fresh nonce for every request
-    notices = await _notices(run, state, fence)
+    notices = await notices_for(run, state, fence)
     run.last_url = state.url
     await mode.step(run, toolset, state, notices, fence)
 
@@ -185,8 +182,8 @@ async def structured_step(
         generated = await ask_model(run, state, lambda: ask_choice_step(run, state, offered, notices, answer_model))
     else:
         answer_model = step_model(offered, extra_fields=mode.extra_step_fields(), more_actions=chain)
-        messages = _build_messages(run, mode, fence, offered, state, notices, chain=chain)
-        run.last_messages = [_message_record(m) for m in messages]
+        messages = build_messages(run, mode, fence, offered, state, notices, chain=chain)
+        run.last_messages = [message_record(m) for m in messages]
         generated = await ask_model(
             run, state, lambda: generate(run, messages, purpose="agent", output=answer_model, output_name="agent_step"))
     if generated is None:
@@ -261,6 +258,8 @@ async def run_tool(
         message = str(exc).split("\nCall log:", 1)[0].strip()
         outcome = ToolOutcome(ok=False, text=f"{type(exc).__name__}: {message}", error=exc)
     outcome.text = run.redact(outcome.text)
+    if outcome.ok and outcome.read and run.config.verify:
+        run.pages_seen.tool_result(run.step, outcome.text)
     if outcome.ok and tool_name == "act":
         await _pagination_bonus(run, args_model, outcome)
     if outcome.image is not None:
@@ -300,7 +299,6 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
                     reason = "the previous action failed"
                 else:
                     current = await mode.capture(run)  # a fresh outline for this sub-action
-                    run.page_states[run.step + 1] = current.signature
                     reason = batch_abort_reason(
                         url_before=url_before, url_now=current.url, navigations=len(navigations),
                         actionable_before=actionable_before,
@@ -316,6 +314,7 @@ async def _run_chain(run: Run, mode: Mode, toolset: ToolSet, state: PageState, a
                     return
                 run.step += 1
                 run.last_url = current.url
+                await run.saw(current)
                 await run.emit("step_started", {"max_steps": run.max_steps, "chain": [index, total]})
                 await run.emit("tool_call", {"tool": call.tool, "args": call.args.model_dump(mode="json", by_alias=True),
                                              "chain": [index, total]})
@@ -386,77 +385,6 @@ async def record_step(
     await run.emit("tool_result", {"tool": tool, "ok": outcome.ok, "result": step.result, "error_kind": kind})
 
 
-async def _notices(run: Run, state: PageState, fence: Fence) -> list[str]:
-    """What the loop must tell the model this step, after the stall bookkeeping of the last step."""
-    notices: list[str] = []
-    if run.last_signature is not None:
-        stall: StallState = run.stall.record(before=run.last_signature, after=state.signature, action=run.last_action)
-        if stall.nudge is not None:
-            notices.append(P.nudge_message(stall.nudge, stall.stalled_steps))
-            logger.info("agent step %d: stall nudge level %d (%d stalled steps)", run.step, stall.nudge, stall.stalled_steps)
-            await run.emit("warning", {"kind": "stall", "level": stall.nudge, "stalled_steps": stall.stalled_steps})
-    for fraction in run.budget.warnings(run.step):
-        notices.append(P.budget_warning(fraction, run.budget.remaining(run.step) + 1))
-        await run.emit("warning", {"kind": "budget", "fraction": fraction})
-    if run.failures.consecutive >= run.failures.show_elements_after:
-        notices.append(P.failures_message(run.failures.consecutive, _visible_elements(state.outline), fence))
-    if run.guard is not None:
-        await run.guard.sweep()
-        blocked = run.guard.drain()
-        if blocked:
-            notices.append(P.blocked_message([run.redact(b.url) for b in blocked], run.guard.patterns))
-            for b in blocked:
-                await run.emit("blocked", run.redact_data(b.model_dump()))
-    notices.extend(run.notices)
-    run.notices.clear()
-    notes = run.config.memory_notes
-    if notes and run.step <= run.config.memory_steps:
-        notices.append(P.memory_message(notes, fence))
-    expected = run.config.expected_items
-    count = item_count(run.data) if expected is not None else None
-    if expected is not None and count is not None and count >= expected:
-        notices.append(P.expected_items_reached(count, expected))
-    if run.stall.force_finish:
-        notices.append(P.FORCED_FINISH)
-    elif run.budget.is_last(run.step):
-        notices.append(P.LAST_STEP)
-    return notices
-
-
-def _build_messages(
-    run: Run, mode: Mode, fence: Fence, offered: Sequence[Tool], state: PageState, notices: list[str], *, chain: int = 0
-) -> list[Any]:
-    split = history_split(len(run.steps), keep_last=run.config.history_window, summarise_every=run.config.summarise_every)
-    older = [s.model_dump() for s in run.steps[:split]]
-    recent = [s.model_dump() for s in run.steps[split:]]
-    parts: list[Any] = [
-        TextPart(text=P.task_message(run.instruction, variables=run.variables.descriptions, max_steps=run.max_steps)),
-        TextPart(text="Earlier steps:\n" + P.history_message(summarise_steps(older), recent, fence)),
-        TextPart(text=P.state_message(
-            step=run.step, max_steps=run.max_steps, url=run.redact(state.url), title=run.redact(state.title), outline=state.outline,
-            outline_part=state.outline_part, fence=fence, notices=notices, tabs=state.tabs,
-        )),
-    ]
-    # Images: only this step's (old screenshots are never re-sent).
-    for image in [*run.pending_images, *state.images]:
-        parts.append(ImagePart(data=image, media_type="image/png"))
-    run.pending_images = []
-    system = mode.system_prompt(run, fence, offered)
-    if chain > 0:
-        system += "\n\n" + P.more_actions_rule(chain + 1)
-    return [SystemMessage(system), UserMessage(parts)]
-
-
-def _message_record(message: Any) -> dict[str, Any]:
-    texts = []
-    for part in message.content:
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-        elif isinstance(part, ImagePart):
-            texts.append(f"<image {part.media_type} {len(part.data)} bytes sha256:{hashlib.sha256(part.data).hexdigest()[:16]}>")
-    return {"role": message.role, "content": "\n".join(texts)}
-
-
 async def terminal(run: Run, answer: Any, tool: str, args: Any, state: PageState) -> None:
     remaining = run.budget.remaining(run.step)
     if tool == "fail":
@@ -466,28 +394,54 @@ async def terminal(run: Run, answer: Any, tool: str, args: Any, state: PageState
     value, problems = check_done_output(output, run.output)
     dumped = args.model_dump(mode="json")
     if problems:
+        if run.config.verify:
+            run.checks.append(DoneCheck(check="schema", step=run.step, passed=False, detail="; ".join(problems)[:500]))
         text = P.done_rejected(problems, remaining)
         await record_step(run, state, answer, tool, dumped, ToolOutcome(ok=False, text=text))
         run.failures.failure("logic")
         if remaining <= 0:
             raise await consolidate(run, "the last done was not valid and no steps remain")
         return
-    if run.config.self_check and remaining > 0:
-        verdict = await evaluate_page(run.driver, run.client, P.self_check_question(run.instruction), screenshot=True,
-                                      variables=run.variables)
-        run.usage = run.usage + verdict.usage
-        if verdict.verdict == "no":
-            text = P.self_check_rejected(verdict.reasoning, remaining)
-            await record_step(run, state, answer, tool, dumped, ToolOutcome(ok=False, text=text))
+    message = run.redact(args.message)
+    if run.config.verify:
+        checks = check_claim(run, message, value, schema=run.output is not None)
+        if run.config.self_check and not any(c.passed is False for c in checks):
+            checks.append(await verdict(run, message, value))
+        run.checks.extend(checks)
+        failed = [c for c in checks if c.passed is False]
+        if failed:
+            await _unverified(run, answer, dumped, state, message, value, failed)
             return
     await record_step(run, state, answer, tool, dumped, ToolOutcome(ok=True, text=args.message))
     expected = run.config.expected_items
     count = item_count(output if output is not None else run.data) if expected is not None else None
     if expected is not None and count is not None and count < expected:
         logger.info("agent: done with %d of %d expected items -> partial_success", count, expected)
-        raise Finished("partial_success", f"{run.redact(args.message)} ({count} of {expected} expected items)",
+        raise Finished("partial_success", f"{message} ({count} of {expected} expected items)",
                         output=value, success=False)
-    raise Finished("done", run.redact(args.message), output=value)
+    raise Finished("done", message, output=value)
+
+
+async def _unverified(run: Run, answer: Any, dumped: dict[str, Any], state: PageState, message: str, value: Any,
+                      failed: list[DoneCheck]) -> None:
+    """A claim that failed its checks: the model gets one more turn with the reasons (one more
+    step when none remain); a second such claim ends the run ``unverified``."""
+    reasons = [f"{c.check}: {c.detail}" for c in failed]
+    claim = Finished("unverified", f"{message} (not verified: {'; '.join(reasons)})", output=value, success=False)
+    logger.info("agent step %d: done not verified: %s", run.step, "; ".join(reasons)[:300])
+    await run.emit("warning", {"kind": "done_not_verified", "checks": [c.check for c in failed], "reasons": reasons})
+    if run.bounced is not None:  # its one more turn was had
+        await record_step(run, state, answer, "done", dumped, ToolOutcome(ok=False, text=f"not verified: {'; '.join(reasons)}"))
+        raise claim
+    run.bounced = claim
+    remaining = run.budget.remaining(run.step)
+    if remaining <= 0:  # the one more turn, past the step budget
+        run.max_steps += 1
+        run.budget.max_steps += 1
+        remaining = 1
+    await record_step(run, state, answer, "done", dumped, ToolOutcome(ok=False, text=f"not verified: {'; '.join(reasons)}"))
+    run.notices.append(P.done_unverified(reasons, remaining))
+    run.failures.failure("logic")
 
 
 async def safety_checks(run: Run, checks: list[SafetyCheck]) -> None:
@@ -508,7 +462,11 @@ async def safety_checks(run: Run, checks: list[SafetyCheck]) -> None:
 
 async def consolidate(run: Run, reason: str) -> Finished:
     """The end of a run that ran out of steps, time or usage: one last call turns the collected
-    data into the output. The data is never dropped, whatever that call does."""
+    data into the output. The data is never dropped, whatever that call does. A run whose last
+    claim failed its checks ends with that claim, ``unverified``."""
+    if run.bounced is not None:
+        claim = run.bounced
+        return Finished(claim.status, f"{claim.message}; then the run stopped: {reason}", output=claim.output, success=False)
     collected = run.collected()
     if collected is None:
         return Finished("failed", f"stopped: {reason}; no data was collected", success=False)
@@ -547,22 +505,8 @@ async def finish(run: Run, fin: Finished) -> AgentResult:
         ),
         recording=recording_of(run, fin.status, fin.message, fin.output),
         replay=report_of(run),
+        checks=list(run.checks),
     )
     logger.info("agent finished: %s after %d step(s): %s", fin.status, run.step, fin.message[:200])
     await run.emit("finished", {"status": fin.status, "message": fin.message}, result=result)
     return result
-
-
-def _visible_elements(outline: str | None, limit: int = 60) -> str:
-    if not outline:
-        return "(no outline)"
-    lines = []
-    for line in outline.splitlines():
-        text = line.strip()
-        element = parse_line(text)
-        if element is not None and element.actionable and "disabled" not in element.flags:
-            lines.append(text)
-    if not lines:
-        return "(no actionable elements in the outline)"
-    more = f"\n... and {len(lines) - limit} more" if len(lines) > limit else ""
-    return "\n".join(lines[:limit]) + more

@@ -37,6 +37,9 @@ class ToolOutcome:
     data: Any = None
     error: BaseException | None = None
     image: bytes | None = None
+    #: ``text`` is data the tool read (a caller's tool's result): a value ``done`` reports may
+    #: come from it, as from a page.
+    read: bool = False
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, descr
         if inspect.isawaitable(value):
             value = await value
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
-        return ToolOutcome(ok=True, text=shown, data=value)
+        return ToolOutcome(ok=True, text=shown, data=value, read=True)
 
     return Tool(tool_name, text, args_model, run, browser=inject is not None)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._types import BlockedRequest
 from ..llm import Usage
 from ._recording import ReplayReport, RunRecording
 
@@ -27,18 +28,23 @@ __all__ = [
     "AgentStep",
     "BlockedRequest",
     "CheckpointRecord",
+    "DoneCheck",
     "Driver",
     "EvaluateResult",
     "Evidence",
     "SafetyCheck",
     "ScreenshotRecord",
+    "ValueRead",
 ]
 
-#: ``done``: finished and the output validated; ``partial_success``: stopped by the budget, the
-#: clock or the circuit breaker with data collected (the data is in ``output``); ``failed``:
-#: the model gave up or nothing usable was collected; ``needs_review``: stopped for a person
-#: (a computer-use safety check that was not acknowledged).
-AgentStatus: TypeAlias = Literal["done", "partial_success", "failed", "needs_review"]
+#: ``done``: finished, the output validated and the claim checked (``AgentResult.checks``);
+#: ``unverified``: the model said it was done, but a check of its claim failed, also after one
+#: more turn (the claimed output is in ``output``, the failing check in ``checks`` and the
+#: message); ``partial_success``: stopped by the budget, the clock or the circuit breaker with
+#: data collected (the data is in ``output``); ``failed``: the model gave up or nothing usable
+#: was collected; ``needs_review``: stopped for a person (a computer-use safety check that was
+#: not acknowledged).
+AgentStatus: TypeAlias = Literal["done", "unverified", "partial_success", "failed", "needs_review"]
 AgentMode: TypeAlias = Literal["dom", "cua"]
 
 AgentEventType: TypeAlias = Literal[
@@ -80,6 +86,46 @@ class AgentStep(BaseModel):
     chain: tuple[int, int] | None = None
 
 
+class ValueRead(BaseModel):
+    """A value a ``done`` claim reported, and where the run read it (redacted, like the claim)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: The value as reported, as text.
+    value: str
+    #: Where it is in the claim: a path in the output (``$.count``, ``$.items[0].name``) or ``message``.
+    field: str
+    #: How it was found: in the text of a page (``text``), as a number written another way
+    #: (``number``: ``1,234.50`` for ``1234.5``), as the number of rows or items of a table or list
+    #: (``row count``), as an address the run visited or a page linked to (``address``), in the
+    #: result of one of the agent's own tools (``tool``); ``missing`` when no page the run saw shows it.
+    how: Literal["text", "number", "row count", "address", "tool", "missing"]
+    #: The step whose page (or tool result) showed it, the latest one; ``None`` when missing.
+    step: int | None = None
+    #: That page's address.
+    url: str = ""
+
+
+class DoneCheck(BaseModel):
+    """One check of a ``done`` claim: which check, on the ``done`` of which step, and what it found.
+
+    ``check``: ``schema`` (the output against the ``output`` schema), ``values`` (every value of the
+    output, and each quoted one of the message, found in the text of a page the run saw: see
+    ``values``), ``final_state`` (a page the claim names, by its title, heading or address, is the
+    page the run ended on), ``verdict`` (``self_check``: a model's yes or no on the final page,
+    with the line it read as ``evidence``). ``passed`` is ``None`` when there was nothing to check
+    (``detail`` says why)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check: Literal["schema", "values", "final_state", "verdict"]
+    step: int
+    passed: bool | None
+    detail: str
+    values: list[ValueRead] = Field(default_factory=list)
+    evidence: str = ""
+
+
 class ScreenshotRecord(BaseModel):
     """A screenshot taken during the run, with its SHA-256 (and file, when an evidence folder was set)."""
 
@@ -101,19 +147,6 @@ class CheckpointRecord(BaseModel):
     reason: str
     sha256: str
     path: str | None = None
-
-
-class BlockedRequest(BaseModel):
-    """A navigation, request or new tab stopped by ``allowed_domains``; ``kind="speculation"`` is a
-    speculative load (speculation rules) to another host the page asked for, refused
-    (``resource_type`` says which: ``prefetch``, ``prerender``, or ``speculation-rules header``
-    with the rule set's address); see docs/security.md for the rule sets it cannot refuse."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    kind: Literal["navigation", "request", "popup", "speculation"]
-    resource_type: str = ""
 
 
 class SafetyCheck(BaseModel):
@@ -158,6 +191,9 @@ class AgentResult(BaseModel):
     #: When a stored run was replayed: per step replayed / healed / drifted / fresh, and
     #: whether the live agent took over (``fell_back``, with the reason). None for a live run.
     replay: ReplayReport | None = None
+    #: Every check of every ``done`` the model called, in order (empty with ``verify=False``):
+    #: a ``done`` result passed all of its last claim's; an ``unverified`` one failed one of them.
+    checks: list[DoneCheck] = Field(default_factory=list)
 
     @property
     def actions(self) -> list[AgentStep]:

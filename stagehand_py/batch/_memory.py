@@ -152,7 +152,7 @@ class RunMemory:
             kind = "pattern"
             if self.client is not None and log:
                 texts = await self._distil(spec, sample, log)
-        elif status in ("failed", "partial_success"):
+        elif status in ("failed", "partial_success", "unverified"):
             kind = "failure"
             texts = failure_notes(sample, result, log)
         else:

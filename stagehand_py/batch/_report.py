@@ -85,7 +85,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
 table{border-collapse:collapse;width:100%}th,td{border:1px solid #ccc;padding:.4rem;vertical-align:top;text-align:left}
 th{background:#f3f3f3}.s-done{background:#e6f6e6}.s-partial_success{background:#fff6dd}
-.s-failed{background:#fde8e8}.s-needs_review{background:#e8eefd}pre{white-space:pre-wrap;margin:0;max-width:48rem}
+.s-failed{background:#fde8e8}.s-unverified{background:#fdeee0}.s-needs_review{background:#e8eefd}pre{white-space:pre-wrap;margin:0;max-width:48rem}
 img{max-width:220px;border:1px solid #999;display:block;margin-bottom:.3rem}.counts span{margin-right:1rem}
 """
 

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 from .._logging import logger
+from ..browser._guard import GuardLease, hold_guard
 from ._evidence import EvidenceStore, SampleEvidence, safe_component
 from ._memory import RunMemory
 from ._spec import Sample, TaskSpec
@@ -48,8 +49,8 @@ __all__ = [
     "recorded_results",
 ]
 
-SampleStatus: TypeAlias = Literal["done", "partial_success", "failed", "needs_review"]
-STATUSES: tuple[SampleStatus, ...] = ("done", "partial_success", "failed", "needs_review")
+SampleStatus: TypeAlias = Literal["done", "unverified", "partial_success", "failed", "needs_review"]
+STATUSES: tuple[SampleStatus, ...] = ("done", "unverified", "partial_success", "failed", "needs_review")
 #: The status recorded for a row the user's interrupt (Ctrl-C) stopped or kept from starting;
 #: never a runner's answer, and never complete: ``--resume`` runs the row again.
 CANCELLED = "cancelled"
@@ -240,11 +241,16 @@ async def work_on_row(
     started_at = _now()
     ctx: SampleContext | None = None
     context = None
+    guard: GuardLease | None = None
+    blocked: list[dict[str, Any]] = []
     try:
         if sample.input_error is not None:  # a bad row of the samples file: recorded, never run
             raise _RowError(sample.input_error)
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
         page = await context.new_page()
+        # The spec's allowed_domains hold the row's context before its runner runs: every runner,
+        # every tab it opens, its own navigations too.
+        guard = await hold_guard(page, spec.allowed_domains)
         ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence, memory_notes=list(memory_notes))
         # The host's turn is taken last, right before the runner's first request: opening the
         # context takes a varying time, which would otherwise eat into the spacing.
@@ -265,6 +271,12 @@ async def work_on_row(
         logger.warning("sample %s failed: %s", sample.id, _describe(exc))
         outcome = SampleOutcome(status="failed", error=_describe(exc))
     finally:
+        if guard is not None:
+            blocked = [b.model_dump(mode="json") for b in guard.blocked]
+            try:
+                await guard.release()
+            except Exception as exc:  # the context goes next: what the guard held goes with it
+                logger.debug("removing the guard of %s failed: %r", sample.id, exc)
         if context is not None:
             try:
                 await context.close()
@@ -291,6 +303,7 @@ async def work_on_row(
         "finished_at": _now(),
         "duration_s": round(time.monotonic() - started, 3),
         "attempt": attempt,
+        **({"blocked": blocked} if spec.allowed_domains is not None else {}),
         **({"extra": outcome.extra} if outcome.extra else {}),
     }
     return RowOutcome(sample_id=sample.id, folder=evidence.folder, result=result,

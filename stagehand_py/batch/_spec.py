@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._errors import ConfigurationError
 from .._inputs import check_inputs
+from ..browser._guard import check_patterns
 from ._evidence import safe_component
 
 __all__ = [
@@ -50,7 +51,9 @@ class TaskSpec(BaseModel):
     ``required_fields`` becomes ``partial_success``, one missing a ``required_screenshots``
     name becomes ``needs_review``. ``max_time`` is in seconds per sample. ``expected_items``
     also reaches the agent: it is told to finish once it has saved that many items, and a
-    ``done`` with fewer is ``partial_success``.
+    ``done`` with fewer is ``partial_success``. ``allowed_domains`` (glob patterns, e.g.
+    ``["shop.example", "*.cdn.example"]``) holds every row's browser context to those hosts for
+    the whole row, whatever its runner does; what was refused is the row's ``blocked`` list.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -66,6 +69,12 @@ class TaskSpec(BaseModel):
     discovery: Discovery | None = None
     #: A few words of the task; run memory ranks its notes by overlap with them and the goal.
     keywords: list[str] = Field(default_factory=list)
+    allowed_domains: list[str] | None = None
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _patterns(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else list(check_patterns(value))  # a bad pattern: an error before any row
 
     @property
     def prompt(self) -> str:

@@ -6,19 +6,21 @@ option rather than a Playwright message from deep inside a launch.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import InvalidArgumentError
+from ._guard import check_patterns
 
-__all__ = ["BrowserOptions", "Geolocation", "ProxySettings", "StorageState"]
+__all__ = ["BrowserOptions", "Geolocation", "ProxySettings", "StorageState", "with_allowed_domains"]
 
 #: A Playwright storage state: a path to its JSON file, or the dict itself.
 StorageState = str | os.PathLike[str] | Mapping[str, Any]
@@ -95,6 +97,10 @@ class BrowserOptions:
     - ``proxy``, ``user_agent``, ``locale`` (``"de-DE"``), ``timezone_id`` (``"Asia/Tokyo"``),
       ``geolocation``, ``viewport`` (``{"width": 1280, "height": 800}``), ``extra_http_headers``
       (sent with every request of the context).
+    - ``allowed_domains``: glob patterns (``"example.com"``, ``"*.example.com"``,
+      ``"127.0.0.1:8080"``, ``"https://*.example.com"``); every navigation, request, redirect hop,
+      new tab and speculative load of the context to another host is refused, from before the
+      first page loads until the Stagehand closes (docs/security.md).
     """
 
     storage_state: StorageState | None = None
@@ -107,8 +113,12 @@ class BrowserOptions:
     geolocation: Geolocation | None = None
     viewport: Mapping[str, int] | None = None
     extra_http_headers: Mapping[str, str] | None = None
+    allowed_domains: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
+        if self.allowed_domains is not None:
+            object.__setattr__(self, "allowed_domains", check_patterns(self.allowed_domains,
+                                                                       what="BrowserOptions(allowed_domains=...)"))
         if self.storage_state is not None and self.user_data_dir is not None:
             raise InvalidArgumentError(
                 "BrowserOptions: storage_state and user_data_dir exclude each other (a persistent profile keeps its "
@@ -164,6 +174,15 @@ class BrowserOptions:
         if self.extra_http_headers is not None:
             options["extra_http_headers"] = dict(self.extra_http_headers)
         return options
+
+
+def with_allowed_domains(options: BrowserOptions | None, allowed: object) -> BrowserOptions | None:
+    """``options`` with ``allowed_domains`` given as a keyword folded in; given in both: a typed error."""
+    if allowed is None:
+        return options
+    if options is not None and options.allowed_domains is not None:
+        raise InvalidArgumentError("allowed_domains is given twice: pass it as a keyword or in BrowserOptions, not both.")
+    return dataclasses.replace(options or BrowserOptions(), allowed_domains=check_patterns(allowed))
 
 
 def _without_userinfo(url: str) -> str:

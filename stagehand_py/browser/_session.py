@@ -8,17 +8,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from .._errors import BrowserError, ConfigurationError
+from .._errors import BrowserError, ConfigurationError, InvalidArgumentError
 from .._logging import logger
 from .._secrets import redact_secrets
 from ._cdp import DirectConnection
 from ._chromium import DEFAULT_CHROMIUM_ARGS, find_chromium
+from ._guard import GuardLease, check_patterns, hold_guard
 from ._options import BrowserOptions
 from ._storage import write_storage_state
 
@@ -39,8 +40,54 @@ class BrowserSession:
     persistent_context: Any = None
     #: Where the context's storage state is written on close (BrowserOptions.save_storage_state_to).
     save_storage_state_to: Any = None
+    #: The hosts the context is held to (``allowed_domains``), for as long as the session is open.
+    allowed_domains: tuple[str, ...] | None = None
+    #: The hold on the context's guard, once :meth:`hold_guard` has run.
+    guard: GuardLease | None = None
+    #: Hides secret values in the guard's log (the Stagehand's variables' redaction).
+    redact: Callable[[str], str] = field(default=lambda text: text)
+    _guarding: asyncio.Task[None] | None = None
+
+    def guard_with(self, allowed_domains: Sequence[str] | None, *, redact: Callable[[str], str]) -> None:
+        """Hold the context to ``allowed_domains`` from :meth:`hold_guard` on (checked now), hiding
+        what ``redact`` hides in the guard's log."""
+        self.redact = redact
+        if allowed_domains is None:
+            return
+        patterns = check_patterns(allowed_domains)
+        if self.allowed_domains not in (None, patterns):
+            raise InvalidArgumentError("allowed_domains is given twice: pass it to launch()/connect() or in "
+                                       "BrowserOptions, not both.")
+        self.allowed_domains = patterns
+
+    async def hold_guard(self) -> None:
+        """Hold the context to ``allowed_domains`` (installing the guard); at once for a second call."""
+        if self.allowed_domains is None or self.page is None:
+            return
+        if self._guarding is None:
+            self._guarding = asyncio.ensure_future(self._hold())
+        await asyncio.shield(self._guarding)
+
+    async def _hold(self) -> None:
+        self.guard = await hold_guard(self.page, self.allowed_domains, redact=lambda text: self.redact(text))
+
+    async def sweep_blocked_tabs(self) -> None:
+        """Close the tabs opened to an address the guard refused (they show an error page)."""
+        if self.guard is not None:
+            await self.guard.sweep()
+
+    async def release_guard(self) -> None:
+        if self._guarding is not None:
+            await asyncio.gather(self._guarding, return_exceptions=True)  # a hold under way ends first
+        guard, self.guard = self.guard, None
+        if guard is not None:
+            await guard.release()
 
     async def close(self) -> None:
+        try:
+            await self.release_guard()  # before the browser goes: the guard's routes and sessions are undone
+        except Exception as exc:  # closing goes on: what the guard held goes with the context
+            logger.warning("could not remove the allowed_domains guard: %r", exc)
         if self.save_storage_state_to is not None and self.page is not None:
             try:
                 write_storage_state(self.save_storage_state_to, await self.page.context.storage_state())
@@ -154,17 +201,20 @@ async def launch_browser(
                 session.direct = await DirectConnection.open(await _browser_ws_url(f"http://127.0.0.1:{port}"))
             except Exception as exc:  # the relay still works, only slower: say so and go on
                 logger.warning("direct CDP connection unavailable (%r); falling back to Playwright's relay", exc)
-        return session
     except BaseException:
         if not borrowed:
             await playwright.stop()
         raise
+    await _guarded(session, options.allowed_domains)
+    return session
 
 
-async def connect_browser(cdp_url: str, *, playwright: Any = None) -> BrowserSession:
+async def connect_browser(cdp_url: str, *, playwright: Any = None,
+                          allowed_domains: Sequence[str] | None = None) -> BrowserSession:
     """Attach to a running Chromium through its CDP endpoint (``http://host:port`` or ``ws://...``).
 
-    ``playwright`` as for :func:`launch_browser`.
+    ``playwright`` as for :func:`launch_browser`; ``allowed_domains`` holds the browser's
+    context (the one driven) to those hosts until the session closes.
     """
     if not cdp_url.startswith(("http://", "https://", "ws://", "wss://")):
         raise ConfigurationError(f"cdp_url must start with http://, https://, ws:// or wss://, got {cdp_url!r}.")
@@ -183,11 +233,12 @@ async def connect_browser(cdp_url: str, *, playwright: Any = None) -> BrowserSes
             session.direct = await DirectConnection.open(ws_url)
         except Exception as exc:
             logger.debug("direct CDP connection unavailable for %s (%r); using Playwright's relay", cdp_url, exc)
-        return session
     except BaseException:
         if not borrowed:
             await playwright.stop()
         raise
+    await _guarded(session, allowed_domains)
+    return session
 
 
 async def connect_playwright_server(
@@ -228,10 +279,24 @@ async def connect_playwright_server(
                 await browser.close()
             raise BrowserError(f"Could not set up the browser context: {_redacted(exc, options)}") from None
         session.page = await context.new_page()
-        return session
     except BaseException:
         if not borrowed:
             await playwright.stop()
+        raise
+    await _guarded(session, options.allowed_domains)
+    return session
+
+
+async def _guarded(session: BrowserSession, allowed_domains: Sequence[str] | None) -> None:
+    """Hold ``session``'s context to ``allowed_domains`` before anything navigates; a session that
+    cannot be guarded is closed (with what it opened) rather than handed over unguarded."""
+    if allowed_domains is None:
+        return
+    try:
+        session.allowed_domains = check_patterns(allowed_domains)
+        await session.hold_guard()
+    except BaseException:
+        await session.close()
         raise
 
 

@@ -24,7 +24,7 @@ from .._inputs import check_inputs
 from .._secrets import VariableSet
 from .._stagehand import Stagehand
 from .._types import Action
-from ..agent._domains import DomainGuard, url_allowed
+from ..browser._guard import url_allowed
 from ..llm import LLMClient
 from ..llm._model_files import FETCH_COMMAND
 from ..llm._policy import token_budget_for
@@ -54,7 +54,6 @@ class ServerBrowser:
         self._root: Stagehand | None = None
         self._by_page: dict[Page, Stagehand] = {}
         self._current: Page | None = None
-        self._guard: DomainGuard | None = None
         self._xpaths: dict[str, str] = {}
         self._ids: dict[str, str] = {}
         # One browser, one tool at a time: two clicks racing on one page mean nothing useful.
@@ -69,14 +68,13 @@ class ServerBrowser:
     async def stagehand(self) -> Stagehand:
         """The Stagehand of the active tab (launching the browser the first time)."""
         if self._root is None:
+            # allowed_domains: the launched Stagehand holds the whole context to them (every tab,
+            # frame, request and redirect of this browser) from before its first page loads.
             self._root = await Stagehand.launch(headless=self.config.headless, executable_path=self.config.executable_path,
-                                                browser_options=self.config.browser_options(), **self._options())
+                                                browser_options=self.config.browser_options(),
+                                                allowed_domains=self.config.allowed_domains, **self._options())
             self._by_page[self._root.page] = self._root
             self._current = self._root.page
-            if self.config.allowed_domains is not None:
-                # Context-wide: every tab, frame, request and redirect of this browser.
-                self._guard = DomainGuard(self.config.allowed_domains, main_page=self._root.page, redact=self.redact)
-                await self._guard.install()
         page = self._current
         if page is None or page.is_closed():
             # The active tab closed: the first tab still open takes over.
@@ -116,9 +114,7 @@ class ServerBrowser:
         return self._ids.get(selector.removeprefix("xpath="))
 
     async def close(self) -> None:
-        if self._guard is not None:
-            await self._guard.uninstall()
-        if self._root is not None:
+        if self._root is not None:  # its guard goes with it
             await self._root.close()
         self._root = None
         self._by_page.clear()

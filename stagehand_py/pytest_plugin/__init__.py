@@ -19,6 +19,8 @@ Options (group ``stagehand``), each also a keyword of ``@pytest.mark.stagehand(.
   answer. Hosted models are recorded at the HTTP level; the embedded model and other model
   objects at the model boundary (a replay needs neither the model nor its engine).
 - ``--stagehand-cache-dir``: the action cache directory handed to each ``Stagehand``.
+- ``allowed_domains=`` (marker only): glob patterns the test's browser context is held to, from
+  before the test body runs (the library's one guard: ``Stagehand(allowed_domains=...)``).
 - ``--stagehand-artifacts``: where failure evidence goes (default ``stagehand-artifacts``).
 
 On a failed test the plugin saves the page's snapshot outline, the model requests and
@@ -43,7 +45,7 @@ from ._traffic import ModelTraffic, client_for, stagehand_kwargs
 __all__ = ["StagehandTestConfig"]
 
 _RECORD_MODES = ("none", "once", "all", "live")
-_MARKER_KEYS = frozenset({"model", "variables", "base_url", "choice_mode"})
+_MARKER_KEYS = frozenset({"model", "variables", "base_url", "choice_mode", "allowed_domains"})
 #: The model named when the environment configures none: a cassette recorded with it still replays.
 _DEFAULT_MODEL = "openai/gpt-4.1-mini"
 _TRAFFIC = pytest.StashKey[ModelTraffic]()
@@ -86,9 +88,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "stagehand(model=None, variables=None, base_url=None, choice_mode=None): per-test model (a string, "
-        "an LLMClient, a model object or a test double such as ScriptedLLM), its server and choice mode, "
-        "and the variables for the stagehand / stagehand_sync fixtures.",
+        "stagehand(model=None, variables=None, base_url=None, choice_mode=None, allowed_domains=None): per-test "
+        "model (a string, an LLMClient, a model object or a test double such as ScriptedLLM), its server and "
+        "choice mode, the variables for the stagehand / stagehand_sync fixtures, and the hosts their browser "
+        "context is held to.",
     )
 
 
@@ -124,6 +127,10 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
     from .._inputs import check_inputs  # imported late: the plugin loads with every pytest run
 
     check_inputs("@pytest.mark.stagehand", variables=kwargs.get("variables"))
+    from ..browser._guard import check_patterns
+
+    allowed = kwargs.get("allowed_domains")
+    allowed_domains = check_patterns(allowed, what="@pytest.mark.stagehand(allowed_domains=...)") if allowed is not None else None
     variables = dict(kwargs.get("variables") or {})
     cache_opt = config.getoption("stagehand_cache_dir")
     module_path = Path(str(request.node.path))
@@ -139,6 +146,7 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
         record=config.getoption("stagehand_record"),
         cache_dir=Path(cache_opt) if cache_opt else None,
         cassette_path=cassette,
+        allowed_domains=allowed_domains,
         artifacts_dir=artifacts / _safe_name(request.node.nodeid.replace("::", "__").replace("/", "_")),
     )
 
@@ -247,6 +255,7 @@ if pytest_asyncio is not None:
             model = client_for(stagehand_config, traffic)
             sh = Stagehand(_stagehand_async_page, **stagehand_kwargs(Stagehand, stagehand_config, model, traffic))
             try:
+                await sh.__aenter__()  # its allowed_domains guard, before the test body
                 yield sh
                 if failed(item):
                     await async_evidence(item, stagehand_config, sh, traffic.calls)

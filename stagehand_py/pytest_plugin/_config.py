@@ -22,6 +22,8 @@ class StagehandTestConfig:
     record: str = "none"
     cache_dir: Path | None = None
     cassette_path: Path | None = None
+    #: The hosts the test's browser context is held to (``@pytest.mark.stagehand(allowed_domains=...)``).
+    allowed_domains: tuple[str, ...] | None = None
     artifacts_dir: Path = Path(ARTIFACTS_DEFAULT)
 
     @property

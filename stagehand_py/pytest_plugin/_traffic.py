@@ -157,6 +157,6 @@ def stagehand_kwargs(cls: Any, cfg: StagehandTestConfig, model: Any, traffic: Mo
         budget = traffic.cassette.recorded_with.get("token_budget", budget)  # prompts as when recorded
     offered = {"model": model, "variables": cfg.variables or None, "cache_dir": cfg.cache_dir,
                # A CPU model reads a few dozen tokens a second: keep its prompts small.
-               "token_budget": budget}
+               "token_budget": budget, "allowed_domains": cfg.allowed_domains}
     params = inspect.signature(cls.__init__).parameters
     return {k: v for k, v in offered.items() if k in params and v is not None}

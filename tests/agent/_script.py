@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stagehand_py import TestDoubleError
+from stagehand_py._prompts.expect import NO_LINE
 from stagehand_py.agent._choice_step import schema_choices
 from stagehand_py.llm import LLMRequest, TextPart
 from stagehand_py.testing import FunctionLLM
@@ -140,3 +141,19 @@ def offered(seen: list[LLMRequest], step: int) -> list[str]:
     if sorted(lines) != sorted(allowed):
         raise TestDoubleError(f"step {step}: the prompt lists {lines}, the schema allows {allowed}")
     return lines
+
+
+def page_verdict(shows: Callable[[str], bool]) -> Callable[[LLMRequest], dict[str, Any]]:
+    """An answer to the agent's verdict on its final page (``agent_verdict``): the first page line
+    it was shown for which ``shows(line)`` holds is the evidence, with 'yes'; none, 'no'. Reads
+    the outline (a large model's request) or the numbered lines (a small model's short one)."""
+    def answer(request: LLMRequest) -> dict[str, Any]:
+        text = all_text(request)
+        bodies = [m.group("body") for m in _FENCED.finditer(text) if m.group("label") in ("page outline", "lines of the page")]
+        if not bodies:
+            raise TestDoubleError("a verdict request without the page's lines")
+        lines = [line.strip() for line in bodies[-1].splitlines() if line.strip()]
+        line = next((line for line in lines if shows(line)), None)
+        return {"evidence": line or NO_LINE, "verdict": "yes" if line else "no"}
+
+    return answer

@@ -8,7 +8,7 @@ import pytest
 
 from stagehand_py import Stagehand
 from stagehand_py._prompts.common import Fence
-from stagehand_py.agent._domains import url_allowed
+from stagehand_py.browser._guard import url_allowed
 
 from ._script import AgentScript, call
 

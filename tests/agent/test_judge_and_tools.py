@@ -9,7 +9,7 @@ from stagehand_py.agent import tool_from_function
 from stagehand_py.llm import ImagePart
 from stagehand_py.testing import FunctionLLM
 
-from ._script import AgentScript, call
+from ._script import AgentScript, call, page_verdict
 
 
 def judge_from_page(request):
@@ -38,12 +38,14 @@ async def test_self_check_bounces_an_early_done(page, server):
     script = AgentScript(
         [call("done", message="there"), lambda s: call("act", element_id=s.id("link", "Next")),
          lambda s: call("act", element_id=s.id("link", "Next")), call("done", message="there")],
-        others={"judge": lambda r: {"verdict": "yes" if "heading: Page 3" in r.messages[-1].content[0].text else "no",
-                                    "reasoning": "heading"}},
+        others={"agent_verdict": page_verdict(lambda line: "heading: Page 3" in line)},
     )
     result = await Stagehand(page, model=script).agent(self_check=True).execute("Go to page 3", max_steps=6)
     assert result.status == "done"
-    assert not result.steps[0].ok and "independent check" in result.steps[0].result
+    assert not result.steps[0].ok and result.steps[0].result.startswith("not verified: verdict: no")
+    assert "done was not accepted" in script.seen[1].text  # the reason, at the model's next step
+    assert [(c.step, c.check) for c in result.checks if c.check == "verdict"] == [(1, "verdict"), (4, "verdict")]
+    assert result.checks[-1].passed and "heading: Page 3" in result.checks[-1].evidence
     assert page.url.endswith("site/page3.html")
 
 

@@ -18,7 +18,7 @@ import pytest
 from _server import Response
 
 from stagehand_py import Action, ActionFailedError, AgentError, AgentResult, ElementIdentity, InvalidArgumentError
-from stagehand_py._prompts.choice import NO_CHOICE
+from stagehand_py._prompts.choice import NO_CHOICE, choice_enum
 from stagehand_py.agent._recording import load_recording
 from stagehand_py.llm import LLMClient
 from stagehand_py.testing import FunctionLLM, capture_requests
@@ -315,7 +315,7 @@ async def test_a_choice_mode_heal_offers_only_enabled_elements_of_the_recorded_r
 
         def first_choice(request):
             assert request.purpose == "heal", request.purpose
-            choices = request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+            choices = choice_enum(request.output_schema)
             offered.append(choices)
             return {"elements": [{"element": choices[0], "method": "click", "arguments": []}]}
 

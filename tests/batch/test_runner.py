@@ -67,7 +67,7 @@ async def test_batch_on_the_product_site(server, browser, tmp_path: Path, monkey
         **{i: "done" for i in product_ids[:5]}, product_ids[5]: "needs_review",
         "no_price": "partial_success", "../../escape": "failed", "refused": "failed",
     }
-    assert result.counts == {"done": 5, "partial_success": 1, "failed": 2, "needs_review": 1}
+    assert result.counts == {"done": 5, "unverified": 0, "partial_success": 1, "failed": 2, "needs_review": 1}
     assert [st for _, st in seen].count("running") == 9 and len(seen) == 18
 
     # per-domain rate limit: starts on 127.0.0.1 at least 0.2 s apart (concurrency alone would allow 3 at once)

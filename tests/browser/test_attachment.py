@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 
 import pytest
+from _server import Response
 
 from stagehand_py import BrowserNotFoundError, InvalidArgumentError, PageClosedError, Stagehand
 from stagehand_py.browser._chromium import find_chromium
@@ -67,9 +68,16 @@ async def test_close_leaves_the_users_page_and_browser_alone(page, server) -> No
         await stagehand.snapshot()
 
 
-async def test_launch_owns_its_browser_and_closes_it(server) -> None:
-    stagehand = await Stagehand.launch()
+async def test_launch_owns_its_browser_and_closes_it(server, cross_server) -> None:
+    """Also: ``launch(allowed_domains=...)`` returns with the context guarded, before any call (a
+    plain ``page.goto`` to the other host is refused at once; the same goto reached it in the
+    controls of tests/security/test_stagehand_guard.py)."""
+    stagehand = await Stagehand.launch(allowed_domains=[f"127.0.0.1:{server.port}"])
     browser = stagehand.page.context.browser
+    with cross_server.recording("/grab", Response.html("<title>hostile</title>")) as hostile:
+        with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
+            await stagehand.page.goto(cross_server.url("grab"))
+    assert hostile == [] and [b.url for b in stagehand.blocked_requests] == [cross_server.url("grab")]
     await stagehand.page.goto(server.url("links.html"))
     assert "link: Relative link to forms" in (await stagehand.snapshot()).tree
     await stagehand.close()
@@ -82,7 +90,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def test_connect_attaches_over_cdp_and_disconnecting_leaves_the_browser_running(server) -> None:
+async def test_connect_attaches_over_cdp_and_disconnecting_leaves_the_browser_running(server, cross_server) -> None:
     port = _free_port()
     profile = tempfile.mkdtemp(prefix="stagehand-connect-")
     process = subprocess.Popen(
@@ -96,7 +104,8 @@ async def test_connect_attaches_over_cdp_and_disconnecting_leaves_the_browser_ru
         stagehand = None
         for _ in range(100):  # the debugging port opens about a second after start
             try:
-                stagehand = await Stagehand.connect(f"http://127.0.0.1:{port}")
+                stagehand = await Stagehand.connect(f"http://127.0.0.1:{port}",
+                                                    allowed_domains=[f"127.0.0.1:{server.port}"])
                 break
             except Exception:
                 await asyncio.sleep(0.1)
@@ -104,6 +113,10 @@ async def test_connect_attaches_over_cdp_and_disconnecting_leaves_the_browser_ru
         assert stagehand._session.direct is not None  # the fast channel is used for a CDP URL too
         await stagehand.page.goto(server.url("forms.html"))
         assert "button: Sign in" in (await stagehand.snapshot()).tree
+        with cross_server.recording("/grab", Response.html("<title>hostile</title>")) as hostile:
+            with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):  # the connected context is guarded
+                await stagehand.page.goto(cross_server.url("grab"))
+        assert hostile == [] and len(stagehand.blocked_requests) == 1
         await stagehand.close()
         assert process.poll() is None, "closing a connected Stagehand must not end the user's browser"
     finally:

@@ -238,9 +238,10 @@ LAUNCH_HEADERS = {"x-playwright-launch-options": json.dumps(
     {"executablePath": CHROMIUM_EXECUTABLE, "args": CHROMIUM_ARGS, "headless": True})}
 
 
-async def test_connect_to_a_playwright_server_and_drive_a_page(playwright_server, server) -> None:
+async def test_connect_to_a_playwright_server_and_drive_a_page(playwright_server, server, cross_server) -> None:
     recorder = Recorder()
-    options = BrowserOptions(locale="fr-FR", extra_http_headers={"X-Through": "server"})
+    options = BrowserOptions(locale="fr-FR", extra_http_headers={"X-Through": "server"},
+                             allowed_domains=[f"127.0.0.1:{server.port}"])
     with server.route("/record", recorder.page):
         async with await Stagehand.connect(ws_endpoint=playwright_server, headers=LAUNCH_HEADERS,
                                            browser_options=options) as sh:
@@ -251,6 +252,10 @@ async def test_connect_to_a_playwright_server_and_drive_a_page(playwright_server
             assert await sh.page.locator(f"xpath={box.xpath}").input_value() == "typed remotely"
             await sh.page.goto(server.url("record"))
             assert await sh.page.evaluate("navigator.language") == "fr-FR"
+            with cross_server.recording("/grab", Response.html("<title>hostile</title>")) as hostile:
+                with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):  # BrowserOptions(allowed_domains=...)
+                    await sh.page.goto(cross_server.url("grab"))
+            assert hostile == [] and [b.kind for b in sh.blocked_requests] == ["navigation"]
     assert recorder.seen[0]["x-through"] == "server"
 
 
@@ -282,6 +287,9 @@ async def test_connect_distinguishes_cdp_from_a_playwright_server(playwright_ser
     (lambda: ProxySettings(server="ftp://proxy:21"), "not a proxy address"),
     (lambda: ProxySettings(server="http://ada:hunter22@proxy:3128"), "credentials in the URL"),
     (lambda: ProxySettings(server="http://proxy:3128", username="ada"), "both username= and password="),
+    (lambda: BrowserOptions(allowed_domains="example.com"), "list of patterns"),
+    (lambda: BrowserOptions(allowed_domains=["https://"]), "names no host"),
+    (lambda: BrowserOptions(allowed_domains=[42]), "not a pattern string"),
 ])
 def test_bad_values_are_typed_errors(make, message) -> None:
     with pytest.raises(InvalidArgumentError, match=message) as caught:
@@ -295,6 +303,10 @@ async def test_launch_rejects_a_viewport_given_twice() -> None:
                                browser_options=BrowserOptions(viewport={"width": 900, "height": 600}))
     with pytest.raises(InvalidArgumentError, match="BrowserOptions"):
         await Stagehand.launch(browser_options={"locale": "de-DE"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="allowed_domains is given twice"):
+        await Stagehand.launch(allowed_domains=["example.com"], browser_options=BrowserOptions(allowed_domains=["a.test"]))
+    with pytest.raises(InvalidArgumentError, match="names no host"):  # before connecting anywhere
+        await Stagehand.connect("http://127.0.0.1:9", allowed_domains=["http://"])
 
 
 def test_good_values_pass_and_map_to_playwright_options() -> None:

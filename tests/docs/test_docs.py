@@ -166,7 +166,7 @@ def batch(block: Block, tmp_path: Path) -> None:
     serve_site, _ = _example_helpers()
     with serve_site() as site:
         counts = asyncio.run(_module(block)["main"]([site.url("index.html"), site.url("products.html")], tmp_path))
-    assert counts == {"done": 2, "partial_success": 0, "failed": 0, "needs_review": 0}
+    assert counts == {"done": 2, "unverified": 0, "partial_success": 0, "failed": 0, "needs_review": 0}
     assert (tmp_path / "run_1" / "combined.csv").exists() and (tmp_path / "run_1" / "page2" / "001_page.png").exists()
 
 

@@ -9,7 +9,7 @@ import re
 
 from stagehand_py import Stagehand
 from stagehand_py._operations._choice import candidates, elements_from_choices
-from stagehand_py._prompts.choice import NO_CHOICE, choice_schema
+from stagehand_py._prompts.choice import NO_CHOICE, choice_enum, choice_schema
 from stagehand_py._prompts.common import Fence
 from stagehand_py.llm import LLMRequest
 from stagehand_py.testing import FunctionLLM, ScriptedLLM
@@ -32,7 +32,7 @@ OUTLINE = """\
 
 def enum_of(request: LLMRequest) -> list[str]:
     """The element choices of a request, without the closing 'none' choice (checked to be last)."""
-    enum = request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+    enum = choice_enum(request.output_schema)
     assert enum[-1] == NO_CHOICE
     return enum[:-1]
 

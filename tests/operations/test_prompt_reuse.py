@@ -10,6 +10,7 @@ then they share little more than the system prompt.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ import pytest
 from stagehand_py import Action
 from stagehand_py._operations._pipeline import states_apart
 from stagehand_py._prompts.act import act_user, heal_user
+from stagehand_py._prompts.choice import choice_enum
 from stagehand_py._prompts.common import Fence, set_reuse_layout
 from stagehand_py._prompts.observe import observe_user
 from stagehand_py.llm import LLMClient, LLMRequest
@@ -59,9 +61,8 @@ def layout_off() -> Iterator[None]:
 def _model(request: LLMRequest) -> dict[str, object]:
     if request.purpose == "extract":
         return {"data": {"username_label": "Username"}, "instruction_satisfied": True}
-    item = request.output_schema["properties"]["elements"]["items"].get("properties", {})
-    if "element" in item:  # choice mode: pick the line from the enum
-        line = next(c for c in item["element"]["enum"] if c.startswith("textbox: Username"))
+    if "element_id" not in json.dumps(request.output_schema):  # choice mode: pick the line from the enum
+        line = next(c for c in choice_enum(request.output_schema) if c.startswith("textbox: Username"))
         found = [{"element": line, "method": "fill", "arguments": ["ada"]}]
     else:
         found = [element(find_id(request, "textbox: Username"), "fill", ["ada"], "Username box")]
@@ -134,7 +135,7 @@ def test_an_act_and_its_heal_share_the_outline_and_the_fence() -> None:
 
 async def test_in_choice_mode_observe_and_act_share_the_choices_too(make_stagehand, server):
     def model(request: LLMRequest) -> dict[str, object]:
-        enum = request.output_schema["properties"]["elements"]["items"]["properties"]["element"]["enum"]
+        enum = choice_enum(request.output_schema)
         line = next(c for c in enum if c.startswith("checkbox: Remember me"))
         found = [{"element": line, "method": "check", "arguments": []}]
         return {"elements": found, "opens_options": False} if request.purpose == "act" else {"elements": found}

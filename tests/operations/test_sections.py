@@ -76,8 +76,7 @@ async def test_the_not_in_stock_filter_is_reached_on_a_big_change_list(make_stag
         choices = enum_of(request)
         offered.append(choices)
         wanted = [c for c in choices if c.startswith("link: No (By in stock)")]
-        line = wanted[0] if wanted else request.output_schema["properties"]["elements"]["items"]["properties"][
-            "element"]["enum"][-1]
+        line = wanted[0] if wanted else NO_CHOICE
         return {"elements": [{"element": line, "method": "click", "arguments": []}], "opens_options": False}
 
     sh = await make_stagehand(model=LLMClient(FunctionLLM(model), choice_mode=True), token_budget=6000)

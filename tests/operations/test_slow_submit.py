@@ -2,7 +2,9 @@
 
 The servers wait (4 s after a POST, like a login that hashes a password on a busy machine); the
 model is present, so a self-heal could follow a failed first try. Every submission is counted
-at the server: exactly one each, and ``success=True``. The flows at the end run with DevTools
+at the server: exactly one each, and ``success=True``; and every model request is counted: one
+to plan each act, none for a heal (the scripted model cannot answer a heal prompt with anything
+but a plan, so ``result.healed`` alone could not show a heal was tried). The flows at the end run with DevTools
 CPU throttling (6x). Both page kinds (``make_stagehand``).
 """
 
@@ -97,7 +99,8 @@ def sites(server):
 @pytest.mark.parametrize("how", ["instruction", "observe-then-act"])
 async def test_a_form_answered_4_s_after_the_post_is_submitted_once_and_succeeds(make_stagehand, sites, how) -> None:
     server, counter = sites
-    sh = await make_stagehand(model=_model())
+    model = _model()
+    sh = await make_stagehand(model=model)
     await sh.page.goto(server.url("slow-login-form"))
     if how == "instruction":
         result = await sh.act("click the sign in button")
@@ -105,6 +108,7 @@ async def test_a_form_answered_4_s_after_the_post_is_submitted_once_and_succeeds
         [action] = await sh.observe("click the sign in button")
         result = await sh.act(action)
     assert result.success and not result.healed, result.message
+    assert len(model.requests) == 1  # the plan (act's or observe's); no heal was asked for
     assert counter.posts == 1
     assert len(result.dispatched) == 1 and result.dispatched[0].startswith("click on xpath=")
     assert await sh.page.title() == "Welcome"
@@ -112,10 +116,12 @@ async def test_a_form_answered_4_s_after_the_post_is_submitted_once_and_succeeds
 
 async def test_an_xhr_submit_answered_after_4_s_is_sent_once_and_succeeds(make_stagehand, sites) -> None:
     server, counter = sites
-    sh = await make_stagehand(model=_model())
+    model = _model()
+    sh = await make_stagehand(model=model)
     await sh.page.goto(server.url("slow-settings"))
     result = await sh.act("click save settings")
     assert result.success and not result.healed, result.message
+    assert len(model.requests) == 1  # the plan; no heal
     await sh.page.wait_for_function("document.getElementById('status').textContent === 'Saved'", timeout=30_000)
     assert counter.posts == 1 and len(result.dispatched) == 1
     assert await sh.page.locator("button").count() == 1  # the button is still there: nothing to heal
@@ -151,7 +157,8 @@ async def _throttle(sh) -> None:
 
 async def test_login_and_pagination_under_6x_cpu_throttling(make_stagehand, sites) -> None:
     server, counter = sites
-    sh = await make_stagehand(model=_model())
+    model = _model()
+    sh = await make_stagehand(model=model)
     await _throttle(sh)
     await sh.page.goto(server.url("slow-login-form"))
     variables = {"user": "ada", "password": {"value": "s3cret-pass", "description": "the password"}}
@@ -161,6 +168,8 @@ async def test_login_and_pagination_under_6x_cpu_throttling(make_stagehand, site
     assert result.success and counter.posts == 1 and await sh.page.title() == "Welcome"
     await sh.page.goto(server.url("slow-items?page=1"))
     for page in (2, 3):
+        asked = len(model.requests)
         result = await sh.act("go to the next page")
         assert result.success and not result.healed, result.message
+        assert len(model.requests) == asked + 1  # the plan; no heal
         assert await sh.page.title() == f"Items, page {page}"

@@ -165,7 +165,7 @@ def test_plugin_stays_out_of_the_way_of_tests_that_do_not_ask(pytester: pytest.P
     bad = pytester.runpytest("--stagehand-record", "sometimes")
     assert bad.ret != 0 and "invalid choice" in bad.stderr.str()
     markers = pytester.runpytest("--markers").stdout.str()
-    assert "@pytest.mark.stagehand(model=None, variables=None, base_url=None, choice_mode=None)" in markers
+    assert "@pytest.mark.stagehand(model=None, variables=None, base_url=None, choice_mode=None, allowed_domains=None)" in markers
 
 
 SYNC_TESTS = '''

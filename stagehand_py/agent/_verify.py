@@ -1,0 +1,354 @@
+"""``done`` is a claim, checked before it is reported.
+
+The run keeps the pages it saw (:class:`PagesSeen`: each capture's outline, redacted, with the
+step that read it) and the results of the caller's own tools. When the model calls ``done``,
+:func:`check_claim` checks its claim without a model first:
+
+- ``values``: every value of the output (and each quoted one of the message) is found in the
+  text of a page the run saw, numbers however written (``1,234.50`` for ``1234.5``), a count as
+  the rows of a table or the items of a list, an address as one the run visited or a page
+  linked to; each value is recorded with the step whose page showed it;
+- ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
+  a quoted title in the message) that the run did reach must be the page it ended on;
+
+then, with ``self_check``, :func:`verdict` asks a model whether the final page shows the claim
+(``expect``'s verdict, one short request in choice mode). The loop (:mod:`._step`) gives a
+failed claim one more turn and ends a run whose claim still fails as ``unverified``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from .._errors import (
+    AgentError,
+    AuthenticationError,
+    BadRequestError,
+    LLMError,
+    ModelRequestBlockedError,
+    TestDoubleError,
+)
+from .._operations.expect import claim_verdict
+from .._prompts import agent as P
+from .._util import normalise_url
+from ..snapshot import parse_outline
+from ._types import DoneCheck, ValueRead
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+__all__ = ["PagesSeen", "check_claim", "verdict"]
+
+#: Output fields (top level) that name the page the run says it reached.
+_TITLE_FIELDS = {"title", "page_title", "heading", "page_heading", "page_name"}
+_URL_FIELDS = {"url", "page_url", "current_url", "final_url"}
+#: A string longer than this is free text (a summary): only the numbers in it are checked.
+_FREE_TEXT_CHARS = 80
+_FREE_TEXT_WORDS = 12
+_OUTLINE_ID = re.compile(r"\[\d+-\d+\]")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)")
+_NUMERIC = re.compile(r"^\s*[$€£¥]?\s*([-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*%?\s*$")
+_QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|‘([^’\n]{2,80})’|(?<![\w'])'([^'\n]{2,80})'(?![\w'])")
+#: "the title is 'X'", "heading: "X"", "the page called 'X'": the message names the page it reached.
+_TITLE_IN_MESSAGE = re.compile(r"\b(?:title|heading|page)\b[^\"“‘'\n]{0,30}[\"“‘']([^\"”’'\n]{2,120})[\"”’']", re.IGNORECASE)
+_URL = re.compile(r"^https?://\S+$")
+_DATA_ROWS = {"row"}
+_CELLS = {"cell", "gridcell"}
+_TABLES = {"table", "grid", "treegrid"}
+_LISTS = {"list", "listbox"}
+_ITEMS = {"listitem", "option"}
+
+
+def _plain(text: str) -> str:
+    """Text for matching: the outline's ids out, case and spacing folded."""
+    return " ".join(_OUTLINE_ID.sub(" ", text).casefold().split())
+
+
+def _number(text: str) -> Decimal | None:
+    try:
+        return Decimal(text.replace(",", "")).normalize()
+    except InvalidOperation:
+        return None
+
+
+def _numbers(text: str) -> set[Decimal]:
+    found = (_number(m.group(0)) for m in _NUMBER.finditer(_OUTLINE_ID.sub(" ", text)))
+    return {n for n in found if n is not None}
+
+
+def _counts(outline: str) -> set[Decimal]:
+    """The number of data rows of each table and of items of each list on the page."""
+    elements = parse_outline(outline)
+    counts: set[Decimal] = set()
+    for index, element in enumerate(elements):
+        if element.role not in _TABLES and element.role not in _LISTS:
+            continue
+        rows = 0
+        inner = index + 1
+        while inner < len(elements) and elements[inner].depth > element.depth:
+            child = elements[inner]
+            if element.role in _TABLES and child.role in _DATA_ROWS:
+                cells = inner + 1
+                if cells < len(elements) and elements[cells].depth > child.depth and elements[cells].role in _CELLS:
+                    rows += 1
+            elif element.role in _LISTS and child.role in _ITEMS and child.depth == element.depth + 1:
+                rows += 1
+            inner += 1
+        if rows:
+            counts.add(Decimal(rows))
+    return counts
+
+
+@dataclass
+class _Page:
+    """One page state the run saw: its outline (redacted) and the steps that began on it."""
+
+    url: str
+    title: str
+    text: str
+    links: tuple[str, ...]
+    steps: list[int] = field(default_factory=list)
+
+    @cached_property
+    def plain(self) -> str:
+        return _plain(f"{self.title}\n{self.text}")
+
+    @cached_property
+    def numbers(self) -> set[Decimal]:
+        return _numbers(f"{self.title}\n{self.text}")
+
+    @cached_property
+    def counts(self) -> set[Decimal]:
+        return _counts(self.text)
+
+    @cached_property
+    def addresses(self) -> set[str]:
+        return {normalise_url(u) for u in (self.url, *self.links) if u}
+
+    @cached_property
+    def names(self) -> list[str]:
+        """What the page is called: its title and its headings."""
+        return [n for n in [self.title, *(e.name for e in parse_outline(self.text) if e.role == "heading")] if n.strip()]
+
+
+@dataclass
+class _ToolResult:
+    step: int
+    text: str
+
+    @cached_property
+    def plain(self) -> str:
+        return _plain(self.text)
+
+    @cached_property
+    def numbers(self) -> set[Decimal]:
+        return _numbers(self.text)
+
+
+class PagesSeen:
+    """The pages a run saw, one entry per page state, in the order last seen; and the results of
+    the caller's own tools (a value a tool returned was read too)."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, _Page] = {}
+        self._tools: list[_ToolResult] = []
+
+    def record(self, step: int, *, signature: str, url: str, title: str, text: str, links: Sequence[str] = ()) -> None:
+        page = self._pages.pop(signature, None) or _Page(url, title, text, tuple(links))
+        page.steps.append(step)
+        self._pages[signature] = page  # last: the order is the order last seen
+
+    def tool_result(self, step: int, text: str) -> None:
+        self._tools.append(_ToolResult(step, text))
+
+    @property
+    def final(self) -> _Page | None:
+        return next(reversed(self._pages.values()), None)
+
+    def find(self, value: str, number: Decimal | None) -> tuple[str, int, str] | None:
+        """How, at which step and on which page ``value`` was read (the latest), or None."""
+        pages = list(reversed(self._pages.values()))
+        wanted = _plain(value)
+        # Whole words: "3" is not in "2024-03-16", "Ann" not in "Anne".
+        pattern = re.compile(rf"(?<!\w){re.escape(wanted)}(?!\w)") if wanted else None
+        looks: list[tuple[str, Callable[[_Page], bool]]] = [
+            ("text", lambda p: pattern is not None and pattern.search(p.plain) is not None),
+            ("number", lambda p: number is not None and number in p.numbers),
+            ("row count", lambda p: number is not None and number in p.counts),
+            ("address", lambda p: bool(_URL.match(value.strip())) and normalise_url(value.strip()) in p.addresses),
+        ]
+        for how, test in looks:
+            page = next((p for p in pages if test(p)), None)
+            if page is not None:
+                return how, page.steps[-1], page.url
+        for result in reversed(self._tools):
+            if (pattern is not None and pattern.search(result.plain)) or (number is not None and number in result.numbers):
+                return "tool", result.step, ""
+        return None
+
+    def naming(self, claim: str, kind: str) -> list[_Page]:
+        """The pages the run saw that ``claim`` names: by title or heading, or by address."""
+        if kind == "url":
+            address = normalise_url(claim.strip())
+            return [p for p in self._pages.values() if normalise_url(p.url) == address]
+        return [p for p in self._pages.values() if any(_same_name(claim, n) for n in p.names)]
+
+
+def _same_name(claim: str, name: str) -> bool:
+    """A claimed title names a page whose title or heading is it, or holds it, or is held by it
+    (most of it: "Crash number 15" names "Crash number 15 - Tracker")."""
+    a, b = _plain(claim), _plain(name)
+    if not a or not b:
+        return False
+    short, long = sorted((a, b), key=len)
+    return short == long or (short in long and len(short) >= len(long) / 2)
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+
+def _leaves(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, inner in enumerate(value):
+            yield from _leaves(inner, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def _quoted(message: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
+
+
+def _read(pages: PagesSeen, value: str, path: str, number: Decimal | None) -> ValueRead:
+    found = pages.find(value, number)
+    if found is None:
+        return ValueRead(value=value, field=path, how="missing")
+    how, step, url = found
+    return ValueRead(value=value, field=path, how=how, step=step, url=url)  # type: ignore[arg-type]
+
+
+def _values(pages: PagesSeen, output: Any, message: str) -> tuple[list[ValueRead], int]:
+    """Each value of the claim and where it was read; and how many could not be checked
+    (yes/no answers, free text without numbers)."""
+    reads: list[ValueRead] = []
+    unchecked = 0
+    leaves = [(path, leaf) for path, leaf in _leaves(output)] + [("message", q) for q in _quoted(message)]
+    for path, leaf in leaves:
+        if leaf is None or isinstance(leaf, bool) or (isinstance(leaf, str) and not leaf.strip()):
+            unchecked += leaf is not None
+            continue
+        text = leaf if isinstance(leaf, str) else json.dumps(leaf)
+        if isinstance(leaf, int | float):
+            reads.append(_read(pages, text, path, _number(text)))
+            continue
+        numeric = _NUMERIC.match(text)
+        if numeric is not None:
+            reads.append(_read(pages, text, path, _number(numeric.group(1))))
+            continue
+        if len(text) > _FREE_TEXT_CHARS or len(text.split()) > _FREE_TEXT_WORDS:
+            whole = _read(pages, text, path, None)
+            if whole.how != "missing":
+                reads.append(whole)
+                continue
+            numbers = [m.group(0) for m in _NUMBER.finditer(text)]
+            unchecked += not numbers
+            reads.extend(_read(pages, n, path, _number(n)) for n in numbers)
+            continue
+        reads.append(_read(pages, text, path, None))
+    return reads, unchecked
+
+
+def _claims_of_pages(output: Any, message: str) -> list[tuple[str, str, str]]:
+    """(where, kind, value): the pages the claim says it reached."""
+    claims: list[tuple[str, str, str]] = []
+    data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            name = str(key).casefold()
+            if isinstance(value, str) and value.strip() and name in _TITLE_FIELDS | _URL_FIELDS:
+                claims.append((f"$.{key}", "url" if name in _URL_FIELDS else "title", value))
+    claims.extend(("message", "title", m.group(1)) for m in _TITLE_IN_MESSAGE.finditer(message))
+    return claims
+
+
+def check_claim(run: Run, message: str, output: Any, *, schema: bool) -> list[DoneCheck]:
+    """The model-free checks of a ``done`` claim (its output already fits its schema)."""
+    pages: PagesSeen = run.pages_seen
+    step = run.step
+    checks = [DoneCheck(check="schema", step=step, passed=True if schema else None,
+                        detail="the output fits the output schema" if schema else "no output schema was given")]
+    reads, unchecked = _values(pages, output, message)
+    missing = [r for r in reads if r.how == "missing"]
+    note = f"; {unchecked} value(s) not checkable (yes/no, free text without numbers)" if unchecked else ""
+    if not reads:
+        checks.append(DoneCheck(check="values", step=step, passed=None, detail="the claim reports no value to look for" + note))
+    elif missing:
+        shown = ", ".join(f"{r.value[:60]!r} ({r.field})" for r in missing[:5])
+        checks.append(DoneCheck(check="values", step=step, passed=False, values=reads,
+                                detail=f"not on any page the run saw: {shown}" + note))
+    else:
+        checks.append(DoneCheck(check="values", step=step, passed=True, values=reads,
+                                detail=f"all {len(reads)} value(s) found on pages the run saw" + note))
+    checks.append(_final_state(pages, output, message, step))
+    return checks
+
+
+def _final_state(pages: PagesSeen, output: Any, message: str, step: int) -> DoneCheck:
+    final = pages.final
+    claims = [(where, kind, value) for where, kind, value in _claims_of_pages(output, message) if pages.naming(value, kind)]
+    if final is None or not claims:
+        return DoneCheck(check="final_state", step=step, passed=None, detail="the claim names no page the run reached")
+    for where, kind, value in claims:
+        if final not in pages.naming(value, kind):
+            reached = pages.naming(value, kind)[-1]
+            return DoneCheck(
+                check="final_state", step=step, passed=False, evidence=f"{final.title} ({final.url})",
+                detail=(f"the claim ({where}) names the page {value[:80]!r}, seen at step {reached.steps[-1]} "
+                        f"({reached.url}), but the run ended on {final.title[:80]!r} ({final.url})"))
+    where, kind, value = claims[0]
+    return DoneCheck(check="final_state", step=step, passed=True, evidence=f"{final.title} ({final.url})",
+                     detail=f"the run ended on the page the claim names ({value[:80]!r})")
+
+
+async def verdict(run: Run, message: str, output: Any) -> DoneCheck:
+    """``self_check``: a model's verdict on the final page, through ``expect`` (one request; in
+    choice mode a short one). A model that cannot be used at all ends the run with an
+    :class:`AgentError`; any other failure of the request is recorded, and does not decide."""
+    final = run.pages_seen.final
+    claim = P.done_claim(run.instruction, message, _shown(output))
+    try:
+        result = await claim_verdict(run.client, claim, final.text if final is not None else "",
+                                     url=final.url if final is not None else "", budget=run.config.max_outline_tokens,
+                                     secrets=run.variables.secret_values(), purpose="agent_verdict")
+    except (AuthenticationError, BadRequestError, ModelRequestBlockedError, TestDoubleError) as exc:
+        raise AgentError(f"the agent's model cannot be used: {type(exc).__name__}: {exc}") from exc
+    except LLMError as exc:
+        return DoneCheck(check="verdict", step=run.step, passed=None,
+                         detail=f"the verdict could not be had: {type(exc).__name__}: {run.redact(str(exc))[:200]}")
+    run.usage = run.usage + result.usage
+    shown = run.redact(result.evidence)
+    said = f"the page shows it ({shown!r})" if shown else "no line of the page shows it"
+    return DoneCheck(check="verdict", step=run.step, passed=result.passed, evidence=shown,
+                     detail=f"{'yes' if result.passed else 'no'}: {said}")
+
+
+def _shown(output: Any) -> str:
+    """The output as the verdict's claim shows it: short ``key: value`` pairs."""
+    if output is None:
+        return ""
+    data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+    text = ", ".join(f"{k}: {v}" for k, v in data.items()) if isinstance(data, Mapping) else json.dumps(data, default=str)
+    return text[:300]

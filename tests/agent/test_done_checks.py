@@ -1,0 +1,142 @@
+"""``done`` is checked before it is reported (issue 41): the three false ``done`` shapes of the
+issue end ``unverified`` or get their one more turn, a right run stays ``done``, and
+``verify=False`` reports what the model says.
+
+Real Chromium on both page kinds, an issue tracker of static pages (tests/assets/agent/tracker:
+40 issues, 8 of them open, a status filter after the table); the models are scripted. The
+verdict's model reads the final page as a model would: 'yes' when a line shows the claim.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from stagehand_py.llm import LLMClient, LLMRequest
+
+from ._script import AgentScript, call, chooser, page_verdict
+
+
+class Count(BaseModel):
+    count: int
+
+
+class Priority(BaseModel):
+    priority: str
+
+
+class Title(BaseModel):
+    title: str
+
+
+OPEN_ISSUES = "How many open issues are there?"
+PRIORITY = "Open the issue Crash number 15 and tell me its priority"
+#: The verdict: the open issues are counted only on a page whose status filter shows Open.
+FILTERED = page_verdict(lambda line: "combobox: Status value=" in line and "Open" in line)
+
+
+def filter_open(s):
+    return call("act", element_id=s.id("combobox", "Status"), method="select_option", arguments=["Open"])
+
+
+async def on_the_tracker(new_stagehand, server, model, instruction: str, output: type[BaseModel], *, max_steps: int,
+                         **options):
+    """A run of ``instruction`` from the tracker's issue list; the result and the Stagehand."""
+    sh = await new_stagehand(model=model)
+    await sh.page.goto(server.url("agent/tracker/issues.html"))
+    return await sh.agent(**options).execute(instruction, max_steps=max_steps, output=output), sh
+
+
+async def test_a_count_read_off_the_unfiltered_table_ends_unverified(new_stagehand, server) -> None:
+    # 40 is on the page ("Showing 40 issues"): the values pass; the verdict on the final page
+    # says no; the model gets one more step past its budget of 1, repeats itself: unverified.
+    script = AgentScript([call("done", message="counted", output={"count": 40}),
+                          call("done", message="counted again", output={"count": 40})],
+                         others={"agent_verdict": FILTERED})
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=1, self_check=True)
+    assert result.status == "unverified" and not result.success
+    assert result.output == Count(count=40)  # the claim, kept
+    assert "not verified: verdict: no" in result.message
+    assert [s.tool for s in result.steps] == ["done", "done"] and not any(s.ok for s in result.steps)
+    assert "done was not accepted" in script.seen[1].text and script.seen[1].tool_names == ["done", "fail"]
+    values = [c for c in result.checks if c.check == "values"]
+    assert all(c.passed for c in values) and values[0].values[0].how == "text" and values[0].values[0].step == 1
+    assert [c.passed for c in result.checks if c.check == "verdict"] == [False, False]
+
+
+async def test_a_count_read_off_the_filtered_table_is_done(new_stagehand, server) -> None:
+    # The control: the filter applied, 8 read off the page it shows.
+    script = AgentScript([filter_open, lambda s: call("act", element_id=s.id("button", "Apply")),
+                          call("done", message="counted", output={"count": 8})],
+                         others={"agent_verdict": FILTERED})
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=4, self_check=True)
+    assert result.status == "done" and result.success, result.message
+    assert result.output == Count(count=8)
+    assert [(c.check, c.passed) for c in result.checks] == [
+        ("schema", True), ("values", True), ("final_state", None), ("verdict", True)]
+    (read,) = result.checks[1].values
+    assert (read.field, read.how, read.step) == ("$.count", "text", 3) and read.url.endswith("status=open&q=")
+    assert 'combobox: Status value="Open"' in result.checks[3].evidence
+
+
+async def test_a_value_reported_without_opening_its_page_gets_one_more_turn(new_stagehand, server) -> None:
+    # "High" is on no page the run saw: the claim is bounced with that reason; the model then
+    # opens the issue and reads its priority: done, the value's step recorded.
+    script = AgentScript([
+        call("done", message="read it", output={"priority": "High"}),
+        lambda s: call("act", element_id=s.id("link", "Crash number 15")),
+        call("done", message="read it", output={"priority": "Urgent"}),
+    ])
+    result, _ = await on_the_tracker(new_stagehand, server, script, PRIORITY, Priority, max_steps=5)
+    assert result.status == "done", result.message
+    assert result.output == Priority(priority="Urgent")
+    first = next(c for c in result.checks if c.check == "values")
+    assert first.step == 1 and first.passed is False and "'High' ($.priority)" in first.detail
+    assert first.values[0].how == "missing" and first.values[0].step is None
+    assert "not on any page the run saw: 'High'" in script.seen[1].text
+    last = [c for c in result.checks if c.check == "values"][-1]
+    assert last.passed and last.values[0].step == 3 and last.values[0].url.endswith("issue.html?id=15")
+
+
+async def test_a_title_reported_from_another_page_gets_one_more_turn(new_stagehand, server) -> None:
+    # The model read the issue's title, went back to the list and reported it from there: the
+    # claim names a page the run reached but did not end on. On its one more turn it goes back.
+    script = AgentScript([
+        lambda s: call("act", element_id=s.id("link", "Crash number 15")),
+        lambda s: call("act", element_id=s.id("link", "Issues")),
+        call("done", message="the title", output={"title": "Crash number 15"}),
+        lambda s: call("act", element_id=s.id("link", "Crash number 15")),
+        call("done", message="the title", output={"title": "Crash number 15"}),
+    ])
+    result, sh = await on_the_tracker(new_stagehand, server, script,
+                                      "Open the page of the issue Crash number 15 and tell me its title", Title, max_steps=6)
+    assert result.status == "done", result.message
+    first = next(c for c in result.checks if c.check == "final_state")
+    assert first.step == 3 and first.passed is False
+    assert "seen at step 2" in first.detail and "ended on 'Issues - Tracker'" in first.detail
+    assert next(c for c in result.checks if c.check == "values").passed  # the value itself was on a page
+    last = [c for c in result.checks if c.check == "final_state"][-1]
+    assert last.step == 5 and last.passed and sh.page.url.endswith("issue.html?id=15")
+
+
+async def test_verify_off_reports_the_claim_as_the_model_says(new_stagehand, server) -> None:
+    # The control of the three above: the same false claims, verify=False: done, unchecked.
+    script = AgentScript([call("done", message="read it", output={"priority": "High"})])
+    result, _ = await on_the_tracker(new_stagehand, server, script, PRIORITY, Priority, max_steps=3, verify=False,
+                                     self_check=True)
+    assert result.status == "done" and result.output == Priority(priority="High")
+    assert result.checks == [] and len(script.seen) == 1  # no verdict was asked
+
+
+async def test_a_small_model_s_verdict_is_one_short_request(new_stagehand, server) -> None:
+    seen: list[LLMRequest] = []
+    model = LLMClient(chooser([("select: Status = Open", ""), ("click: button: Apply", ""), ("done", "8 open issues")],
+                              seen, others={"agent_output": lambda r: {"count": 8}, "agent_verdict": FILTERED}),
+                      choice_mode=True)
+    result, _ = await on_the_tracker(new_stagehand, server, model, OPEN_ISSUES, Count, max_steps=4, self_check=True)
+    assert result.status == "done" and result.output == Count(count=8), result.message
+    (request,) = [r for r in seen if r.purpose == "agent_verdict"]
+    text = "\n".join(p.text for m in request.messages for p in m.content)
+    assert "lines of the page" in text and "page outline" not in text  # the lines, not the page
+    shown = [line for line in text.split("lines of the page)\n", 1)[1].split("\nEND UNTRUSTED", 1)[0].splitlines()]
+    assert 1 <= len(shown) <= 12 and any("Status value='Open'" in line for line in shown)
+    assert len(text) < 4000

@@ -1,0 +1,80 @@
+"""The model-free checks of a ``done`` claim, on pages given as outlines (no browser): where each
+value was read, numbers however written, counts, addresses, free text, and the page a claim names."""
+
+from __future__ import annotations
+
+from stagehand_py.agent._verify import PagesSeen, _final_state, _values
+
+LIST = """[0-1] heading: Orders
+[0-2] StaticText: Total due: $1,234.50 for 3 orders
+[0-3] table
+  [0-4] row
+    [0-5] columnheader: Order
+  [0-6] row
+    [0-7] cell: Anchor
+  [0-8] row
+    [0-9] cell: Bolt
+  [0-10] row
+    [0-11] cell: Cable
+[0-12] link: Details"""
+DETAIL = """[0-1] heading: Order Anchor
+[0-2] StaticText: Shipped on 2024-03-16"""
+
+
+def _pages() -> PagesSeen:
+    pages = PagesSeen()
+    pages.record(1, signature="list", url="http://shop.test/orders", title="Orders - Shop", text=LIST,
+                 links=["http://shop.test/orders/anchor"])
+    pages.record(2, signature="detail", url="http://shop.test/orders/anchor", title="Anchor - Shop", text=DETAIL)
+    return pages
+
+
+def test_each_value_is_found_where_the_run_read_it_numbers_however_written() -> None:
+    reads, unchecked = _values(_pages(), {"total": 1234.5, "due": "$1,234.50", "name": "anchor", "shipped": "2024-03-16",
+                                          "rows": 3, "link": "http://shop.test/orders/anchor/", "paid": True}, "")
+    found = {r.field: (r.how, r.step) for r in reads}
+    assert found == {
+        "$.total": ("number", 1),        # 1234.5 is the page's "1,234.50"
+        "$.due": ("text", 1),
+        "$.name": ("text", 2),           # the latest page that shows it
+        "$.shipped": ("text", 2),
+        "$.rows": ("text", 1),           # "3 orders" on the page
+        "$.link": ("address", 2),        # the address the run was on (trailing slash aside)
+    }
+    assert unchecked == 1  # a yes/no answer is no page text
+
+
+def test_a_count_is_a_table_s_rows_and_a_missing_value_says_so() -> None:
+    reads, _ = _values(_pages(), {"count": 3, "orders": ["Anchor", "Drill"]}, "")
+    by_field = {r.field: r for r in reads}
+    assert by_field["$.orders[0]"].how == "text"
+    assert by_field["$.orders[1]"].how == "missing" and by_field["$.orders[1]"].step is None
+    # 3 is both written ("3 orders") and the table's data rows (the header row is no data row).
+    pages = PagesSeen()
+    pages.record(1, signature="t", url="http://shop.test/t", title="T", text=LIST.replace(" for 3 orders", ""))
+    (count,) = _values(pages, {"count": 3}, "")[0]
+    assert count.how == "row count"
+    (ids,) = _values(pages, {"count": 12}, "")[0]  # the outline's ids ([0-12]) are no page text
+    assert ids.how == "missing"
+
+
+def test_free_text_is_checked_by_its_numbers_and_quoted_names_in_the_message_are_values() -> None:
+    summary = "The customer has several orders and the total amount they still owe is 1234.50 dollars in all"
+    reads, unchecked = _values(_pages(), {"summary": summary}, 'I opened "Order Anchor" and the "Invoices" tab')
+    assert [(r.field, r.value, r.how) for r in reads] == [
+        ("$.summary", "1234.50", "number"), ("message", "Order Anchor", "text"), ("message", "Invoices", "missing")]
+    assert unchecked == 0
+    _, unchecked = _values(_pages(), {"summary": "a long sentence without any number in it that goes on and on"}, "")
+    assert unchecked == 1
+
+
+def test_a_page_the_claim_names_must_be_the_page_the_run_ended_on() -> None:
+    pages = _pages()  # ended on the detail page
+    assert _final_state(pages, {"title": "Order Anchor"}, "", 3).passed is True
+    wrong = _final_state(pages, {"title": "Orders"}, "", 3)
+    assert wrong.passed is False and "seen at step 1" in wrong.detail and "ended on 'Anchor - Shop'" in wrong.detail
+    assert _final_state(pages, None, "The page title is 'Orders - Shop'.", 3).passed is False
+    assert _final_state(pages, {"url": "http://shop.test/orders"}, "", 3).passed is False
+    # A title no page the run reached has (a value from a table, say) is no claim about the final page.
+    assert _final_state(pages, {"title": "Bolt"}, "", 3).passed is None
+    assert _final_state(pages, {"name": "Orders"}, "", 3).passed is None
