@@ -35,6 +35,7 @@ from ._errors import (
     ProviderError,
     RateLimitError,
     RefusalError,
+    SecretInTraceError,
     SecretPlacementError,
     ServerError,
     SnapshotError,
@@ -45,6 +46,7 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
+from ._operations._extract_report import ExtractedValue, ExtractResult
 from ._operations.expect import Expectation
 from ._secrets import Secret
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
@@ -74,6 +76,8 @@ __all__ = [
     "ActionMethod",
     "ActResult",
     "Repair",
+    "ExtractResult",
+    "ExtractedValue",
     "ElementIdentity",
     "Variables",
     "Secret",
@@ -106,6 +110,7 @@ __all__ = [
     "UnsupportedMethodError",
     "ActionFailedError",
     "SecretPlacementError",
+    "SecretInTraceError",
     "StagehandTimeoutError",
     "LLMError",
     "ProviderError",

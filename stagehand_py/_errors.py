@@ -20,6 +20,7 @@ can catch everything with one ``except`` and still tell the cases apart::
     │   ├── UnsupportedMethodError    the action names a method we do not know
     │   └── ActionFailedError         the browser refused or the action threw
     │       └── SecretPlacementError  a Secret would go outside its origins or field: nothing typed
+    │           └── SecretInTraceError  ...or into a Playwright trace the user records: nothing typed
     ├── StagehandTimeoutError         a per-call timeout ran out (also a TimeoutError)
     ├── LLMError                      talking to a model failed
     │   ├── ProviderError             the provider answered with an error (status, body)
@@ -149,6 +150,13 @@ class SecretPlacementError(ActionFailedError):
     def __init__(self, message: str, *, variable: str = "", selector: str | None = None, method: str | None = None) -> None:
         super().__init__(message, selector=selector, method=method)
         self.variable = variable
+
+
+class SecretInTraceError(SecretPlacementError):
+    """An act would type a variable's value while a Playwright trace the user started records the
+    browser context (the trace would keep it, and stagehand_py cannot redact a file it does not
+    write); nothing was typed. Record with ``Stagehand(trace="on")`` instead (values scrubbed), or
+    accept the value in your trace with ``Stagehand(allow_secrets_in_trace=[name])``."""
 
 
 class StagehandTimeoutError(StagehandError, TimeoutError):

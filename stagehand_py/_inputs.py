@@ -20,7 +20,7 @@ from ._errors import InvalidArgumentError, InvalidSchemaError
 from ._secrets import VariableSet
 from .llm._structured import check_json_schema
 
-__all__ = ["check_inputs"]
+__all__ = ["check_flag", "check_inputs", "check_instruction", "required_instruction"]
 
 
 def check_inputs(what: str, *, variables: object = None, schema: object = None, schema_param: str = "schema",
@@ -44,3 +44,28 @@ def _check_schema(schema: Any, *, what: str) -> None:
     if not isinstance(schema, dict):
         raise InvalidSchemaError(f"{what} must be a pydantic model class or a JSON Schema dict, not {type(schema).__name__}.")
     check_json_schema(schema, what=what)
+
+
+def check_instruction(what: str, instruction: object, *, required: bool) -> str | None:
+    """A verb's instruction, stripped; None when it may be left out and was. Else a typed error."""
+    if instruction is None and not required:
+        return None
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise InvalidArgumentError(
+            f"{what}() needs a non-empty instruction string, got {instruction!r}."
+            + ("" if required else f" Leave it out (None) to {what} without one.")
+        )
+    return instruction.strip()
+
+
+def check_flag(what: str, name: str, value: object) -> bool:
+    """A verb's yes/no option (``extract(report=...)``): True or False, else a typed error."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{what}({name}=...) takes True or False, not {value!r}.")
+    return value
+
+
+def required_instruction(what: str, instruction: object) -> str:
+    checked = check_instruction(what, instruction, required=True)
+    assert checked is not None  # required=True never returns None
+    return checked

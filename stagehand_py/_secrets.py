@@ -244,17 +244,21 @@ class VariableSet:
     - where each may be typed (:meth:`placement`: a :class:`Secret` bound to origins or a field);
     - every value to hide (:meth:`redact`, :meth:`secret_values`): every variable's value is
       secret, this call's and, for a :class:`~stagehand_py.Stagehand`, those of its earlier calls
-      (:meth:`remembering`), since a page may still show a value typed minutes ago.
+      (:meth:`remembering`), since a page may still show a value typed minutes ago;
+    - which values may be typed while a Playwright trace the user started records
+      (:meth:`may_enter_trace`: only those the user named, :meth:`allowing_in_trace`).
 
     Its ``repr`` shows names only.
     """
 
-    __slots__ = ("_given", "_hidden")
+    __slots__ = ("_given", "_hidden", "_traceable")
 
-    def __init__(self, given: Mapping[str, object], hidden: Mapping[str, object]) -> None:
+    def __init__(self, given: Mapping[str, object], hidden: Mapping[str, object],
+                 traceable: frozenset[str] = frozenset()) -> None:
         # Private: use VariableSet.of(), which checks what it is given.
         self._given: dict[str, object] = dict(given)
         self._hidden: dict[str, object] = dict(hidden)
+        self._traceable = traceable
 
     @classmethod
     def of(cls, variables: object, *, what: str = "variables") -> VariableSet:
@@ -294,12 +298,24 @@ class VariableSet:
                     n += 1
                 hidden[f"{name}_was{n}"] = before
             hidden[name] = spec
-        return VariableSet(self._given, hidden)
+        return VariableSet(self._given, hidden, self._traceable | earlier._traceable)
 
     def only(self, names: Iterable[str]) -> VariableSet:
         """The variables named in ``names`` (unknown names skipped), hiding only their values."""
         given = {name: self._given[name] for name in names if name in self._given}
-        return VariableSet(given, given)
+        return VariableSet(given, given, self._traceable)
+
+    def allowing_in_trace(self, names: Iterable[str]) -> VariableSet:
+        """This set, whose variables named in ``names`` may be typed while a trace the user
+        started records (``Stagehand(allow_secrets_in_trace=...)``)."""
+        if isinstance(names, str) or not all(isinstance(name, str) for name in names):
+            raise InvalidArgumentError(f"allow_secrets_in_trace takes a list of variable names, e.g. ['password'], not {names!r}.")
+        return VariableSet(self._given, self._hidden, self._traceable | frozenset(names))
+
+    def may_enter_trace(self, name: str) -> bool:
+        """Whether the value of ``name`` may be typed into a page while a Playwright trace the
+        user started (and stagehand_py cannot scrub) records it: only when the user said so by name."""
+        return name in self._traceable
 
     @property
     def given(self) -> dict[str, VariableValue]:

@@ -6,25 +6,30 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar, Unpack, overload
 
 from playwright.async_api import Page
 from pydantic import BaseModel
 
+from ._actions import action_title
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
+from ._inputs import check_flag, check_instruction, required_instruction
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
+from ._operations._extract_report import ExtractResult
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
 from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
 from .browser._guard import check_patterns
 from .browser._options import BrowserOptions, with_allowed_domains
+from .browser._recording import TraceMode, remember_variables, trace_group
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
@@ -72,6 +77,11 @@ class StagehandOptions(TypedDict, total=False):
     #: Glob patterns of the hosts the browser context may reach while this Stagehand is open
     #: (``"example.com"``, ``"*.example.com"``, ``"127.0.0.1:8080"``); see :class:`Stagehand`.
     allowed_domains: Sequence[str] | None
+    #: A Playwright trace of the context, values scrubbed, written on close to ``trace_path``.
+    trace: TraceMode
+    trace_path: str | os.PathLike[str] | None
+    #: Variables whose values may be typed while a Playwright trace *you* started records.
+    allow_secrets_in_trace: Sequence[str]
 
 
 class Stagehand:
@@ -110,6 +120,9 @@ class Stagehand:
         follow_new_tabs: bool = True,
         downloads_dir: str | os.PathLike[str] | None = None,
         allowed_domains: Sequence[str] | None = None,
+        trace: TraceMode = "off",
+        trace_path: str | os.PathLike[str] | None = None,
+        allow_secrets_in_trace: Sequence[str] = (),
         _session: BrowserSession | None = None,
     ) -> None:
         if page is None or not hasattr(page, "context") or not hasattr(page, "goto"):
@@ -119,6 +132,7 @@ class Stagehand:
             )
         self._session = _session or BrowserSession(page=page)
         self._session.guard_with(allowed_domains, redact=lambda text: self._variables_seen.redact(text))
+        self._session.trace.configure(trace, trace_path, what="Stagehand")
         self._tabs = Tabs(page, follow=bool(follow_new_tabs), downloads_dir=downloads_dir)
         self._pages = PageSessions(direct=self._session.direct)
         self._closed = False
@@ -132,7 +146,7 @@ class Stagehand:
         self._token_budget = token_budget or token_budget_for(self._models.model_name)
         self._dom_settle_timeout = float(dom_settle_timeout)
         # Every variable this Stagehand was given: their values stay hidden in later calls too.
-        self._variables_seen = VariableSet.of(None)
+        self._variables_seen = VariableSet.of(None).allowing_in_trace(allow_secrets_in_trace)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -158,11 +172,7 @@ class Stagehand:
         ``_playwright`` (private: the sync API's hook) is an async Playwright to launch with,
         left running on close.
         """
-        if browser_options is not None and not isinstance(browser_options, BrowserOptions):
-            raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
-        if viewport is not None and browser_options is not None and browser_options.viewport is not None:
-            raise InvalidArgumentError("viewport is given twice: pass it as launch(viewport=...) or in BrowserOptions, not both.")
-        browser_options = with_allowed_domains(browser_options, options.pop("allowed_domains", None))
+        browser_options = with_allowed_domains(browser_options, options.pop("allowed_domains", None), viewport=viewport)
         session = await launch_browser(
             headless=headless, executable_path=executable_path, args=args, viewport=viewport, playwright=_playwright,
             options=browser_options,
@@ -205,8 +215,6 @@ class Stagehand:
                 "connect() needs exactly one of cdp_url= (a browser's DevTools endpoint, e.g. http://127.0.0.1:9222) "
                 "and ws_endpoint= (a Playwright server, e.g. ws://127.0.0.1:3000/)."
             )
-        if browser_options is not None and not isinstance(browser_options, BrowserOptions):
-            raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(browser_options).__name__}.")
         allowed = options.pop("allowed_domains", None)
         allowed = check_patterns(allowed) if allowed is not None else None  # before connecting
         if cdp_url is not None:
@@ -240,9 +248,16 @@ class Stagehand:
     async def _guarded(self) -> None:  # the allowed_domains guard, before the first call (once)
         self._check_not_closed()
         await self._session.hold_guard()
+        await self._session.trace.start(self._session.page.context)
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._session.trace.failed |= exc is not None
         await self.close()
+
+    @property
+    def trace_path(self) -> Path | None:
+        """Where ``trace=`` wrote the trace on :meth:`close` (None before, or when not kept)."""
+        return self._session.trace.written
 
     # --- state ---------------------------------------------------------------------------
 
@@ -393,14 +408,16 @@ class Stagehand:
         )
 
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
-                   instruction: str | None = None, *, session: PageSession | None = None) -> T:
-        """Run a verb on ``session`` (its operation's tab; default: the tab driven now)."""
+                   instruction: str | None = None, *, session: PageSession | None = None, title: str = "") -> T:
+        """Run a verb on ``session`` (default: the tab driven now); a trace's group names it."""
         await self._guarded()
         session = session or self._driven()  # a verb's session: made by _context just now, checked open there
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:
-            async with asyncio.timeout(timeout) as scope:
+            remember_variables(session.page.context, self._variables_seen)
+            async with asyncio.timeout(timeout) as scope, trace_group(
+                    session.page, f"{what}: {instruction or title}".rstrip(": "), self._variables_seen):
                 await session.install_helpers()
                 return await traced_operation(what, operation, instruction=instruction, url=session.page.url,
                                               variables=self._variables_seen)
@@ -409,8 +426,10 @@ class Stagehand:
                 raise
             raise StagehandTimeoutError(f"{what}() did not finish within timeout={timeout:g} s.") from exc
         except PageClosedError:
+            self._session.trace.failed = True
             raise
         except Exception:
+            self._session.trace.failed = True
             if session.page.is_closed():
                 raise PageClosedError(f"{what}() failed because the page was closed.") from None
             raise
@@ -435,7 +454,7 @@ class Stagehand:
         ``vision``: ``"auto"`` adds an annotated screenshot (numbered boxes = outline ids) when the
         page's DOM confidence is low or the outline alone yields nothing; ``True`` always, ``False`` never.
         """
-        instruction = _check_instruction("observe", instruction, required=False)
+        instruction = check_instruction("observe", instruction, required=False)
         ctx = self._context("observe", variables, timeout)
         return await self._run("observe", timeout, lambda: _observe.observe(
             ctx, instruction, selector=selector,
@@ -469,9 +488,9 @@ class Stagehand:
             self._driven().identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context("act", variables, timeout)
-            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action))
+            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action), title=action_title(action))
         if isinstance(action, str):
-            instruction = _required_instruction("act", action)
+            instruction = required_instruction("act", action)
             ctx = self._context("act", variables, timeout)
             return await self._act_reporting(
                 ctx, timeout, lambda: _act.act_instruction(ctx, instruction, vision),
@@ -480,12 +499,13 @@ class Stagehand:
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
         )
 
-    async def _act_reporting(self, ctx: OperationContext, timeout: float | None,
-                             operation: Callable[[], Awaitable[ActResult]], instruction: str | None = None) -> ActResult:
+    async def _act_reporting(self, ctx: OperationContext, timeout: float | None, operation: Callable[[], Awaitable[ActResult]],
+                             instruction: str | None = None, title: str = "") -> ActResult:
         """Run an act and add what it spent (model usage) and what it downloaded to its result."""
         spent_before = self.metrics.total
         downloads_before = len(self._tabs.downloads)
-        result = await self._run("act", timeout, operation, instruction=instruction, session=ctx.session)
+        result = await self._run("act", timeout, operation, instruction=instruction, session=ctx.session, title=title)
+        self._session.trace.failed |= not result.success
         # A download still running after this stays in the background and shows in `downloads` when saved.
         await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
         return result.model_copy(update={"usage": self.metrics.total - spent_before,
@@ -493,21 +513,20 @@ class Stagehand:
 
     @overload
     async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
-                      screenshot: bool = ..., timeout: float | None = ...) -> M: ...
+                      screenshot: bool = ..., timeout: float | None = ..., report: Literal[False] = ...) -> M: ...
+
+    @overload
+    async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
+                      screenshot: bool = ..., timeout: float | None = ..., report: Literal[True]) -> ExtractResult[M]: ...
 
     @overload
     async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
-                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...) -> Any: ...
+                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...,
+                      report: bool = ...) -> Any: ...
 
-    async def extract(
-        self,
-        instruction: str | None = None,
-        schema: type[BaseModel] | dict[str, Any] | None = None,
-        *,
-        selector: str | None = None,
-        screenshot: bool = False,
-        timeout: float | None = None,
-    ) -> Any:
+    async def extract(self, instruction: str | None = None, schema: type[BaseModel] | dict[str, Any] | None = None, *,
+                      selector: str | None = None, screenshot: bool = False, timeout: float | None = None,
+                      report: bool = False) -> Any:
         """Extract data from the page.
 
         - ``schema`` a pydantic model class: returns an instance; a JSON Schema dict: returns
@@ -517,13 +536,14 @@ class Stagehand:
 
         URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
         ``screenshot=True`` adds a screenshot of the page (or of the ``selector`` region) so values
-        only visible as pixels can be read; it needs a model that accepts images.
+        only visible as pixels can be read; it needs a model that accepts images. A model in choice
+        mode answers with page lines; ``report=True`` returns an :class:`~stagehand_py.ExtractResult`.
         """
-        instruction = _check_instruction("extract", instruction, required=False)
+        instruction, report = check_instruction("extract", instruction, required=False), check_flag("extract", "report", report)
         ctx = self._context("extract", timeout=timeout)
-        return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
-                                                                              screenshot=screenshot),
-                               instruction=instruction, session=ctx.session)
+        result = await self._run("extract", timeout, lambda: _extract.extract(
+            ctx, instruction, schema, selector=selector, screenshot=screenshot), instruction=instruction, session=ctx.session)
+        return result if report else result.data
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
                      timeout: float | None = None) -> Expectation:
@@ -534,7 +554,7 @@ class Stagehand:
         ``raise_on_failure``: raise :class:`ExpectationError` (an ``AssertionError``) with the
         evidence when the claim does not hold; ``None`` (default) raises inside a pytest test only.
         """
-        checked = _required_instruction("expect", claim)
+        checked = required_instruction("expect", claim)
         ctx = self._context("expect", timeout=timeout)
         verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
                                   instruction=checked, session=ctx.session)
@@ -577,20 +597,3 @@ class Stagehand:
         return await self._run("evaluate", timeout,
                                lambda: evaluate_page(self, client, question, screenshot=screenshot, variables=known),
                                instruction=question)
-
-
-def _check_instruction(what: str, instruction: object, *, required: bool) -> str | None:
-    if instruction is None and not required:
-        return None
-    if not isinstance(instruction, str) or not instruction.strip():
-        raise InvalidArgumentError(
-            f"{what}() needs a non-empty instruction string, got {instruction!r}."
-            + ("" if required else f" Leave it out (None) to {what} without one.")
-        )
-    return instruction.strip()
-
-
-def _required_instruction(what: str, instruction: object) -> str:
-    checked = _check_instruction(what, instruction, required=True)
-    assert checked is not None  # required=True never returns None
-    return checked

@@ -33,6 +33,7 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, cast, overload
 
@@ -41,12 +42,14 @@ from pydantic import BaseModel
 from ._cache import ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
+from ._operations._extract_report import ExtractResult
 from ._operations.expect import Expectation
 from ._stagehand import DOWNLOAD_WAIT, SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
 from ._sync_bridge import async_view, in_playwright_greenlet, run_sync, sync_view
 from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
 from .browser._options import BrowserOptions
+from .browser._recording import TraceMode
 from .browser._tabs import DownloadFailure
 from .llm import Metrics
 from .snapshot._model import Snapshot
@@ -95,6 +98,9 @@ class Stagehand:
         follow_new_tabs: bool = True,
         downloads_dir: str | os.PathLike[str] | None = None,
         allowed_domains: Sequence[str] | None = None,
+        trace: TraceMode = "off",
+        trace_path: str | os.PathLike[str] | None = None,
+        allow_secrets_in_trace: Sequence[str] = (),
         _core: AsyncStagehand | None = None,
         _playwright: SyncPlaywright | None = None,
     ) -> None:
@@ -126,6 +132,9 @@ class Stagehand:
                     follow_new_tabs=follow_new_tabs,
                     downloads_dir=downloads_dir,
                     allowed_domains=allowed_domains,
+                    trace=trace,
+                    trace_path=trace_path,
+                    allow_secrets_in_trace=allow_secrets_in_trace,
                 )
                 try:
                     await core.__aenter__()  # the allowed_domains guard, before the caller's next line
@@ -256,6 +265,11 @@ class Stagehand:
         return self._run(self._core.save_storage_state(path))
 
     @property
+    def trace_path(self) -> Path | None:
+        """Where ``trace=`` wrote the trace on :meth:`close`; see :attr:`stagehand_py.Stagehand.trace_path`."""
+        return self._core.trace_path
+
+    @property
     def blocked_requests(self) -> list[BlockedRequest]:
         """What ``allowed_domains`` refused; see :attr:`stagehand_py.Stagehand.blocked_requests`."""
         return self._core.blocked_requests
@@ -321,7 +335,20 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
+        report: Literal[False] = ...,
     ) -> M: ...
+
+    @overload
+    def extract(
+        self,
+        instruction: str | None = ...,
+        *,
+        schema: type[M],
+        selector: str | None = ...,
+        screenshot: bool = ...,
+        timeout: float | None = ...,
+        report: Literal[True],
+    ) -> ExtractResult[M]: ...
 
     @overload
     def extract(
@@ -332,6 +359,7 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
+        report: bool = ...,
     ) -> Any: ...
 
     def extract(
@@ -342,9 +370,11 @@ class Stagehand:
         selector: str | None = None,
         screenshot: bool = False,
         timeout: float | None = None,
+        report: bool = False,
     ) -> Any:
         """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
-        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot, timeout=timeout))
+        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot,
+                                            timeout=timeout, report=cast(Any, report)))
 
     # --- agent and judge -------------------------------------------------------------------
 

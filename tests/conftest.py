@@ -9,6 +9,12 @@
 * ``launched_stagehand`` session; a ``Stagehand.launch()``, for ``_browser.stagehand_beside``.
 * ``context``       function; a fresh BrowserContext, closed after the test.
 * ``page``          function; a new Page in ``context``.
+* ``page_kind``     "wrapped" or "launched" (parametrised): the two page kinds a user has, a page
+                    the user launched and wrapped (``Stagehand(page)``) and one in the browser
+                    ``Stagehand.launch()`` started.
+* ``new_stagehand`` ``await new_stagehand(**options)``: a Stagehand of that kind on a fresh page
+                    (a context of its own in the launched Chromium for "launched",
+                    ``_browser.stagehand_beside``), closed after the test.
 
 Under xdist (scripts/test.sh: ``-n 2 --dist loadfile --no-loadscope-reorder``) the files that run
 for minutes are handed out first, the real-model files as one unit; see :data:`LONG_FILES` and
@@ -17,12 +23,13 @@ for minutes are handed out first, the real-model files as one unit; see :data:`L
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from _browser import CHROMIUM_EXECUTABLE, launch_chromium
+from _browser import CHROMIUM_EXECUTABLE, launch_chromium, new_stagehand_of_kind
 from _server import StaticServer, start_pair
 from playwright.async_api import async_playwright
 
@@ -221,3 +228,14 @@ async def context(browser):
 @pytest_asyncio.fixture(loop_scope="session")
 async def page(context):
     return await context.new_page()
+
+
+@pytest.fixture(params=["wrapped", "launched"])
+def page_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def new_stagehand(page_kind, context, launched_stagehand):
+    async with contextlib.AsyncExitStack() as made:
+        yield lambda **options: new_stagehand_of_kind(made, page_kind, context, launched_stagehand, **options)

@@ -11,7 +11,7 @@
   tell whether an action navigated or opened a page.
 """
 
-from ._executor import execute_action
+from ._executor import action_title, execute_action
 from ._methods import KNOWN_METHODS, METHODS, MethodSpec, normalize_method
 from ._resolve import DEFAULT_TIMEOUT, CanonicalStep, install_page_helpers, parse_canonical_xpath, resolve_element
 from ._settle import (
@@ -28,6 +28,7 @@ from ._settle import (
 from ._variables import PLACEHOLDER, placeholders_in, substitute
 
 __all__ = [
+    "action_title",
     "DEFAULT_LONG_POLL_MS",
     "DEFAULT_QUIET_MS",
     "DEFAULT_SETTLE_TIMEOUT_MS",

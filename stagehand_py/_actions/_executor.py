@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Mapping
 
@@ -27,13 +28,14 @@ from playwright.async_api import Error as PlaywrightError
 from .._errors import ActionError, InvalidArgumentError, PageClosedError, StagehandError
 from .._secrets import VariableSet
 from .._types import Action
+from ..browser._recording import action_watcher, check_trace_typing, trace_group
 from ..tracing._spans import traced_action
 from ._methods import MethodCall, check_arity
 from ._resolve import DEFAULT_TIMEOUT, resolve_element
 from ._translate import redact, safe_cause, translate_error
 from ._variables import check_placement, placeholders_in, substitute
 
-__all__ = ["execute_action"]
+__all__ = ["action_title", "execute_action"]
 
 logger = logging.getLogger("stagehand_py._actions")
 
@@ -41,6 +43,19 @@ logger = logging.getLogger("stagehand_py._actions")
 def _remaining_ms(deadline: float) -> float:
     # Playwright reads timeout=0 as "no timeout"; never hand it zero or less.
     return max(1.0, (deadline - time.monotonic()) * 1000)
+
+
+def action_title(action: Action) -> str:
+    """How an action is named in a trace and the run viewer: ``fill "%password%" "Password"``
+    (its placeholders, never values; the element as the outline or the model described it)."""
+    arguments = "".join(f' "{a}"' for a in action.arguments if str(a))
+    target = _OUTLINE_ID.sub("", action.description).strip() or action.selector
+    known = _OUTLINE_ID.match(action.description)
+    return f'{action.method}{arguments} "{target[:60]}"' + (f" [{known.group(1)}]" if known else "")
+
+
+#: An outline line's id at the start of a description (``[0-12] textbox: Username``).
+_OUTLINE_ID = re.compile(r"^\s*\[(\d+-\d+)\]\s*")
 
 
 def _element_id(selector: str, xpath_map: Mapping[str, str] | None) -> str | None:
@@ -107,6 +122,7 @@ async def execute_action(
     )
     if page.is_closed():
         raise PageClosedError(f"cannot {spec.name} {selector}: the page is closed.")
+    check_trace_typing(page, used, variables)  # a value never goes into a trace we cannot scrub
 
     try:
         element = await resolve_element(page, selector, timeout=max(0.0, probe_deadline - time.monotonic()))
@@ -146,7 +162,12 @@ async def execute_action(
                       probe_ms=_remaining_ms(probe_deadline), resolve=resolve_other, dispatching=dispatching)
     failure: tuple[BaseException, BaseException] | None = None
     try:
-        await traced_action(spec.name, selector, lambda: spec.run(call, params), element_id=_element_id(selector, xpath_map))
+        watcher = action_watcher(page.context)
+        if watcher is not None:  # the run viewer's picture: this element, before anything is sent
+            await watcher.before_action(page, element, action, variables)
+        async with trace_group(page, action_title(action), variables):
+            await traced_action(spec.name, selector, lambda: spec.run(call, params),
+                                element_id=_element_id(selector, xpath_map))
     except PlaywrightError as exc:
         after = " after it was sent to the page (it may have taken effect, so it is not repeated)" if sent else ""
         error = translate_error(

@@ -36,7 +36,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from .._actions import DEFAULT_TIMEOUT, execute_action, resolve_element, watch_page
+from .._actions import DEFAULT_TIMEOUT, action_title, execute_action, resolve_element, watch_page
 from .._cache import CacheEntry, ElementIdentity
 from .._errors import (
     ActionError,
@@ -54,6 +54,7 @@ from .._prompts.observe import ObserveAnswer
 from .._secrets import VariableSet
 from .._session import OperationContext
 from .._types import Action, ActResult
+from ..browser._recording import in_trace_group
 from ..snapshot import Snapshot, SnapshotElement, parse_line
 from ._answers import check_elements
 from ._pipeline import Question, ask_parts, read_page, settle, split_page
@@ -122,7 +123,7 @@ async def _heal_and_run(ctx: OperationContext, action: Action, why: str, dispatc
     ``why`` completes "<method> on <selector> ..." in the error when nothing fits; ``role``: the
     recorded element's role, which the re-located element must have.
     """
-    healed = await heal(ctx, action, role=role)
+    healed = await in_trace_group(ctx.page, f"heal: {action_title(action)}", ctx.variables, heal(ctx, action, role=role))
     if healed is None:
         raise ElementNotFoundError(
             f"{action.method} on {action.selector} {why} and self-heal found no element matching "

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .._errors import InvalidArgumentError
 from ._guard import check_patterns
+from ._recording import TraceMode, check_trace_mode
 
 __all__ = ["BrowserOptions", "Geolocation", "ProxySettings", "StorageState", "with_allowed_domains"]
 
@@ -101,6 +102,10 @@ class BrowserOptions:
       ``"127.0.0.1:8080"``, ``"https://*.example.com"``); every navigation, request, redirect hop,
       new tab and speculative load of the context to another host is refused, from before the
       first page loads until the Stagehand closes (docs/security.md).
+    - ``trace``: ``"on"`` records a Playwright trace of the context from before the first page
+      loads, written on close to ``trace_path`` (default ``stagehand-traces/trace-<time>.zip``)
+      with every variable value scrubbed; ``"retain-on-failure"`` keeps it only when a call failed
+      (see ``Stagehand(trace=...)``, docs/guides/debugging.md). ``playwright show-trace`` opens it.
     """
 
     storage_state: StorageState | None = None
@@ -114,8 +119,11 @@ class BrowserOptions:
     viewport: Mapping[str, int] | None = None
     extra_http_headers: Mapping[str, str] | None = None
     allowed_domains: Sequence[str] | None = None
+    trace: TraceMode = "off"
+    trace_path: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
+        check_trace_mode(self.trace, what="BrowserOptions(trace=...)")
         if self.allowed_domains is not None:
             object.__setattr__(self, "allowed_domains", check_patterns(self.allowed_domains,
                                                                        what="BrowserOptions(allowed_domains=...)"))
@@ -176,8 +184,14 @@ class BrowserOptions:
         return options
 
 
-def with_allowed_domains(options: BrowserOptions | None, allowed: object) -> BrowserOptions | None:
-    """``options`` with ``allowed_domains`` given as a keyword folded in; given in both: a typed error."""
+def with_allowed_domains(options: BrowserOptions | None, allowed: object, *,
+                         viewport: object = None) -> BrowserOptions | None:
+    """``options`` (checked: a :class:`BrowserOptions`) with ``allowed_domains`` given as a keyword
+    folded in; given in both, or ``viewport`` given as a keyword and in ``options``: a typed error."""
+    if options is not None and not isinstance(options, BrowserOptions):
+        raise InvalidArgumentError(f"browser_options must be a BrowserOptions, not {type(options).__name__}.")
+    if viewport is not None and options is not None and options.viewport is not None:
+        raise InvalidArgumentError("viewport is given twice: pass it as launch(viewport=...) or in BrowserOptions, not both.")
     if allowed is None:
         return options
     if options is not None and options.allowed_domains is not None:

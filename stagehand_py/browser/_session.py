@@ -21,6 +21,7 @@ from ._cdp import DirectConnection
 from ._chromium import DEFAULT_CHROMIUM_ARGS, find_chromium
 from ._guard import GuardLease, check_patterns, hold_guard
 from ._options import BrowserOptions
+from ._recording import TraceOnClose
 from ._storage import write_storage_state
 
 __all__ = ["BrowserSession", "launch_browser", "connect_browser", "connect_playwright_server"]
@@ -47,6 +48,8 @@ class BrowserSession:
     #: Hides secret values in the guard's log (the Stagehand's variables' redaction).
     redact: Callable[[str], str] = field(default=lambda text: text)
     _guarding: asyncio.Task[None] | None = None
+    #: ``trace=``: a Playwright trace of the context, written (scrubbed) on close.
+    trace: TraceOnClose = field(default_factory=TraceOnClose)
 
     def guard_with(self, allowed_domains: Sequence[str] | None, *, redact: Callable[[str], str]) -> None:
         """Hold the context to ``allowed_domains`` from :meth:`hold_guard` on (checked now), hiding
@@ -84,6 +87,10 @@ class BrowserSession:
             await guard.release()
 
     async def close(self) -> None:
+        try:
+            await self.trace.finish()  # first: the context is still there to stop the trace of
+        except Exception as exc:  # the context went first (the user closed it): the trace went with it
+            logger.warning("could not write the trace to %s: %r", self.trace.path, exc)
         try:
             await self.release_guard()  # before the browser goes: the guard's routes and sessions are undone
         except Exception as exc:  # closing goes on: what the guard held goes with the context
@@ -194,6 +201,8 @@ async def launch_browser(
                 with contextlib.suppress(Exception):
                     await session.browser.close()
                 raise BrowserError(f"Could not set up the browser context: {_redacted(exc, options)}") from None
+        session.trace.configure(options.trace, options.trace_path, what="BrowserOptions")
+        await session.trace.start(context)  # before the first page loads
         # A persistent context opens with one blank page; use it rather than leave it behind.
         session.page = context.pages[0] if context.pages else await context.new_page()
         if port is not None:
@@ -278,6 +287,8 @@ async def connect_playwright_server(
             with contextlib.suppress(Exception):
                 await browser.close()
             raise BrowserError(f"Could not set up the browser context: {_redacted(exc, options)}") from None
+        session.trace.configure(options.trace, options.trace_path, what="BrowserOptions")
+        await session.trace.start(context)  # before the first page loads
         session.page = await context.new_page()
     except BaseException:
         if not borrowed:

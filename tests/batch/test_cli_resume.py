@@ -88,14 +88,14 @@ def test_interrupted_run_resumes_where_it_stopped(server, tmp_path: Path, engine
         assert [(r["sample_id"], r["status"]) for r in csv.DictReader(handle)] == [
             ("p1", "done"), ("p2", "done"), ("p3", "done"), ("p4", "cancelled"), ("p5", "cancelled")]
     assert "cancelled: <b>2</b>" in (run_dir / "report.html").read_text()
-    assert "done 3  partial_success 0  failed 0  needs_review 0  cancelled 2" in out
+    assert "done 3  unverified 0  partial_success 0  failed 0  needs_review 0  cancelled 2" in out
 
     # resume, with the command the message named: spec and samples come from the run folder; only p5 and p4 run again
     second = cli("--resume", str(relative), *common, env=env)
     out, err = second.communicate(timeout=180)
     assert second.returncode == 0, err
     assert log.read_text().split() == ["p3", "p1", "p2", "p5", "p5", "p4"]
-    assert "done 5  partial_success 0  failed 0  needs_review 0  (skipped, already complete: 3)" in out
+    assert "done 5  unverified 0  partial_success 0  failed 0  needs_review 0  (skipped, already complete: 3)" in out
     assert "samples" in err and "done 5" in err  # the progress bar's last state, with counts per status
     result = json.loads((run_dir / "p5" / "result.json").read_text())
     assert result["status"] == "done" and result["attempt"] == 2 and result["input"] == {"note": "row 5"}

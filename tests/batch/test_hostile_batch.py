@@ -37,7 +37,7 @@ def test_twenty_hostile_rows_end_in_twenty_recorded_outcomes(hostile_site, tmp_p
     done = run_cli(tmp_path, *engine)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert "done 15  partial_success 0  failed 5  needs_review 0" in done.stdout, done.stdout
+    assert "done 15  unverified 0  partial_success 0  failed 5  needs_review 0" in done.stdout, done.stdout
     (run_dir,) = (tmp_path / "evidence").glob("run_*")
 
     with (run_dir / "combined.csv").open(newline="") as handle:

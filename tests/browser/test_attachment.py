@@ -77,6 +77,9 @@ async def test_launch_owns_its_browser_and_closes_it(server, cross_server) -> No
     with cross_server.recording("/grab", Response.html("<title>hostile</title>")) as hostile:
         with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
             await stagehand.page.goto(cross_server.url("grab"))
+        # The refused navigation's error page commits after goto() raised: wait for it, or it
+        # interrupts the next navigation.
+        await stagehand.page.wait_for_url("chrome-error://chromewebdata/")
     assert hostile == [] and [b.url for b in stagehand.blocked_requests] == [cross_server.url("grab")]
     await stagehand.page.goto(server.url("links.html"))
     assert "link: Relative link to forms" in (await stagehand.snapshot()).tree

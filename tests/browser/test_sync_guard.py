@@ -25,6 +25,7 @@ def test_the_sync_twin_is_guarded_from_its_constructor(server, cross_server) -> 
                     page.goto(cross_server.url("grab?v=guarded"))
                 except Exception as exc:  # refused
                     refused = str(exc).splitlines()[0]
+                    page.wait_for_url("chrome-error://chromewebdata/")  # committed after goto() raised
                 else:
                     refused = ""
                 blocked = [b.url for b in sh.blocked_requests]

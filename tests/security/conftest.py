@@ -2,9 +2,7 @@
 Playwright and wrapped (``Stagehand(page)``), and a page in a browser ``Stagehand.launch()``
 started (the library's own flags and init scripts, driven over its direct CDP connection).
 
-* ``page_kind``       "wrapped" or "launched" (parametrised).
-* ``new_stagehand``   ``await new_stagehand(**options)``: a Stagehand of that kind on a fresh page
-                      in a fresh browser context, closed after the test.
+* ``page_kind``, ``new_stagehand``: tests/conftest.py.
 * ``page``            the page of a Stagehand made that way, for tests that drive the page or
                       the library's parts directly.
 
@@ -16,25 +14,12 @@ CDP connection (``_browser.stagehand_beside``).
 
 from __future__ import annotations
 
-import contextlib
 import urllib.parse
 
 import pytest
 import pytest_asyncio
 import websockets
-from _browser import new_stagehand_of_kind
 from _server import Request, Response
-
-
-@pytest.fixture(params=["wrapped", "launched"])
-def page_kind(request) -> str:
-    return request.param
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def new_stagehand(page_kind, context, launched_stagehand):
-    async with contextlib.AsyncExitStack() as made:
-        yield lambda **options: new_stagehand_of_kind(made, page_kind, context, launched_stagehand, **options)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

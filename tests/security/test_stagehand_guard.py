@@ -188,6 +188,45 @@ async def test_close_takes_the_guard_away_from_the_users_page(page, server, cros
     async with Stagehand(page, allowed_domains=[f"127.0.0.1:{server.port}"]) as sh:
         with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
             await page.goto(cross_server.url("grab?v=open"))
+        await page.wait_for_url("chrome-error://chromewebdata/")  # committed after goto() raised
         assert [b.url for b in sh.blocked_requests] == [cross_server.url("grab?v=open")]
     response = await page.goto(cross_server.url("grab?v=closed"))
     assert response is not None and response.ok and grabbed == ["closed"]
+
+
+# --- the header while a run narrows the set: never more than both sets admit ---------------------
+
+SETS = [
+    (["127.0.0.1"], ["127.0.0.1:8000"]),
+    (["*.example.com", "127.0.0.1"], ["*.shop.example.com", "localhost"]),
+    (["https://*.example.com"], ["a.example.com", "example.com"]),
+    (["a?c.example"], ["ab*.example"]),  # an overlap no glob states: left out
+    (["*"], ["example.org:8443"]),
+]
+URLS = ["http://127.0.0.1:8000/", "http://127.0.0.1:9000/", "http://localhost/", "https://a.example.com/",
+        "http://a.example.com/", "https://x.shop.example.com/", "http://example.com/", "http://abc.example/", "http://abd.example/",
+        "https://example.org:8443/", "https://example.org/"]
+
+
+def _as_strings(patterns) -> list[str]:
+    return [f"{scheme + '://' if scheme else ''}{host}{':' + port if port else ''}" for scheme, host, port in patterns]
+
+
+@pytest.mark.parametrize(("first", "second"), SETS, ids=["+".join(a + b) for a, b in SETS])
+def test_the_narrowed_header_admits_no_more_than_both_sets(first: list[str], second: list[str]) -> None:
+    from stagehand_py.browser._guard import url_allowed
+    from stagehand_py.browser._guard._policy import Policy, intersection, parse_pattern
+
+    policy = Policy()
+    policy.add(first)
+    policy.add(second)
+    header = _as_strings(policy.header_patterns())
+    for url in URLS:
+        both = url_allowed(url, first) and url_allowed(url, second)
+        assert not url_allowed(url, header) or both, (url, header)  # never more than both
+        assert policy.allows(url) is both  # the routes apply both sets exactly
+    # Where one pattern plainly contains the other the overlap is kept, not dropped.
+    assert _as_strings(intersection([parse_pattern("127.0.0.1")], [parse_pattern("127.0.0.1:8000")])) == ["127.0.0.1:8000"]
+    # The control: the union of the two sets (what a "wider" run would add) admits more.
+    assert any(url_allowed(url, first + second) and not (url_allowed(url, first) and url_allowed(url, second))
+               for url in URLS)
