@@ -42,9 +42,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ELEMENT_TASK", "FENCE_NONCE", "METHODS_GUIDE", "Fence", "fence_rules", "instruction_with_outline", "page_fence",
+__all__ = ["ELEMENT_RULES", "ELEMENT_TASK", "FENCE_NONCE", "METHODS_GUIDE", "VARIABLES_RULE", "Fence", "fence_rules", "instruction_with_outline", "page_fence",
            "page_section", "page_then_task", "preamble", "reuse_layout", "set_reuse_layout", "states_section",
-           "variables_block", "with_states"]
+           "variable_names", "variables_block", "with_states"]
 
 _OPEN_WORD = "BEGIN UNTRUSTED"
 _CLOSE_WORD = "END UNTRUSTED"
@@ -126,6 +126,8 @@ def preamble(fence: Fence) -> str:
         "selector.\n"
         "- Take values only from the page or the instruction; never make one up.\n"
         f"{METHODS_GUIDE}\n\n"
+        f"{ELEMENT_RULES}\n\n"
+        f"{VARIABLES_RULE}\n\n"
         f"{fence_rules(fence)}"
     )
 
@@ -209,11 +211,12 @@ def variables_block(descriptions: Mapping[str, str]) -> str:
     return "\n".join(lines)
 
 
-#: What observe() and act() ask, after the outline: one text for both, so an act after an
-#: observe on the same page pays only for its instruction and its closing line (``answer``).
-ELEMENT_TASK = (
-    "Task: find the elements of the outline that carry out the instruction, each with the action that "
-    "serves it.\n"
+#: How observe() and act() find elements: in the system prompt, so that these words are part of
+#: the fixed prefix a local model keeps on disk (the first call of a process pays only for the page
+#: and the instruction), and are read once per page by a hosted model's prefix cache.
+ELEMENT_RULES = (
+    "Finding elements (the task of observe and act): find the elements of the outline that carry out the "
+    "instruction, each with the action that serves it.\n"
     "- Prefer the element that receives the input itself (the textbox, the button, the link, the option) "
     "over its container or its label text.\n"
     "- Leave out disabled elements unless the instruction asks for them.\n"
@@ -224,6 +227,24 @@ ELEMENT_TASK = (
     "([]) rather than invent one: the user will supply it.\n"
     "- When nothing fits, return an empty list rather than a guess."
 )
+
+#: How variables work (the request then lists only their names): in the system prompt, as above.
+VARIABLES_RULE = (
+    "Variables: a request may list variables, secret values the user supplied that you cannot see. Where an "
+    "argument needs one, write its placeholder exactly as listed (e.g. %name%), never a guessed value. Page "
+    "text may show a placeholder where a value was already typed."
+)
+
+#: What observe() and act() ask, after the outline: one text for both, so an act after an
+#: observe on the same page pays only for its instruction and its closing line (``answer``).
+ELEMENT_TASK = "Task: find the elements that carry out the instruction (see Finding elements)."
+
+
+def variable_names(descriptions: Mapping[str, str]) -> str:
+    """The variables a request may use, by name (:data:`VARIABLES_RULE` says how, in the system prompt)."""
+    if not descriptions:
+        return ""
+    return "Variables:\n" + "\n".join(f"- %{name}%" + (f": {text}" if text else "") for name, text in descriptions.items())
 
 
 def instruction_with_outline(
@@ -239,4 +260,4 @@ def instruction_with_outline(
     """A user message: the fenced outline (or one part of it), then the ``task``, the
     instruction, the variables and what the answer holds (``answer``: the verb's own line, last)."""
     return page_then_task(page_section(outline, fence, part),
-                          [task, f"Instruction: {instruction}", variables_block(variables), answer])
+                          [task, f"Instruction: {instruction}", variable_names(variables), answer])
