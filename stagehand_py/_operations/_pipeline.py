@@ -237,17 +237,18 @@ def states_apart(text: str) -> tuple[str, list[str]]:
 
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,
                rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0,
-               elements: bool = False) -> PageParts:
+               elements: bool = False, keep_states: bool = False) -> PageParts:
     """``text`` in pieces that fit one request of ``prompt`` with ``output``, ranked by relevance
     to ``rank_by`` (and, weighing less, the words of ``hints``: a schema's field names); page
     order when None or when nothing decides. ``elements``: the answer is an element (observe,
-    act), so parts are ranked by their best element read with its section. The page's states
-    block (:func:`states_apart`) is counted in every piece's budget."""
+    act), so parts are ranked by their best element read with its section. The page's volatile
+    states are shown apart (:func:`states_apart`; their block counted in every piece's budget)
+    unless ``keep_states``: a choice-mode extract reads values from the page's own lines."""
     system, user = prompt(Fence(), "", _SAMPLE_PART)
     budget = chunk_budget(ctx.token_budget, [SystemMessage(system), UserMessage(user)], output,
                           extra_reserve=extra_reserve, choice=choice)
     apart = False
-    if reuse_layout():
+    if reuse_layout() and not keep_states:
         states = states_section(states_apart(text)[1], Fence())
         cost = estimate_tokens(states) if states else 0
         apart = cost * _STATES_SHARE <= budget
