@@ -33,7 +33,7 @@ from .browser._recording import TraceMode, remember_variables, trace_group
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
-from .llm import LLMClient, Metrics
+from .llm import LLMClient, Metrics, ModelLoad
 from .llm._policy import token_budget_for
 from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
@@ -379,11 +379,14 @@ class Stagehand:
     def _has_model(self) -> bool:
         return self._models.has_model
 
+    async def model_ready(self) -> ModelLoad:
+        """Wait for the model to load (a local one starts loading with the Stagehand); what the load took, apart from calls."""
+        return await self._models.ready()
+
     @property
     def metrics(self) -> Metrics:
         """Model usage of this Stagehand: ``.total`` and ``.by_purpose`` (observe, act, heal, extract)."""
-        client = self._models.client
-        return client.metrics if client is not None else Metrics()
+        return self._models.metrics
 
     async def _install_helpers(self) -> None:
         await self._driven().install_helpers()
@@ -392,9 +395,7 @@ class Stagehand:
         # Built once per call (checked before anything else happens, by the check every entry point
         # makes on variables); every prompt of the call, heal included, and the executor read this set.
         self._variables_seen = VariableSet.of(variables, what=f"{what}(variables=...)").remembering(self._variables_seen)
-        client, missing_model = self._models.client, ""  # made at construction when a model was given
-        if client is None:
-            client, missing_model = self._models.for_call()
+        client, missing_model = self._models.for_call()
         return OperationContext(
             session=self._driven(),  # the tab driven now, to the end of the call (a popup it opens waits)
             client=client,
