@@ -399,8 +399,7 @@ class Stagehand:
         client, missing_model = self._models.for_call()
         return OperationContext(
             session=self._driven(),  # the tab driven now, to the end of the call (a popup it opens waits)
-            client=client,
-            missing_model=missing_model,
+            client=client, missing_model=missing_model,
             token_budget=self._token_budget,
             dom_settle_timeout=self._dom_settle_timeout,
             self_heal=self._self_heal,
