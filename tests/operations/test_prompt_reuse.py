@@ -161,9 +161,8 @@ async def test_in_choice_mode_observe_and_act_share_the_choices_too(make_stageha
 
 
 def _tick_remember(request: LLMRequest) -> dict[str, object]:
-    item = request.output_schema["properties"]["elements"]["items"].get("properties", {})
-    if "element" in item:  # choice mode
-        line = next(c for c in item["element"]["enum"] if c.startswith("checkbox: Remember me"))
+    if "element_id" not in json.dumps(request.output_schema):  # choice mode: pick the line from the enum
+        line = next(c for c in choice_enum(request.output_schema) if c.startswith("checkbox: Remember me"))
         found: list[dict[str, object]] = [{"element": line, "method": "check", "arguments": []}]
     else:
         found = [element(find_id(request, "checkbox: Remember me"), "check")]
