@@ -4,7 +4,8 @@ runs it, and checked with ``stagehand-py replay --check``.
 
 The run is recorded once per page kind (a page the test launched and wrapped, and ``Stagehand.launch()``). The
 exported files do not depend on the page kind: when both kinds' files are byte-identical, the second kind's checks
-read the first kind's subprocess runs (:func:`_once`) instead of running them again.
+read the first kind's subprocess runs (:func:`_once`) instead of running them again. The same files type-check
+under ``mypy --strict`` in tests/test_typing.py (on its warm cache).
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ async def test_an_extract_heavy_run_records_its_rows_and_where_it_ended(make, sh
 
 
 async def test_an_exported_run_checks_its_outcome_with_no_model_and_no_configuration(
-        make, shop, orders_recorded, changed, tmp_path, mypy_cache):
+        make, shop, orders_recorded, changed, tmp_path):
     _, run = orders_recorded
     texts = {"test": run.to_pytest(tmp_path / "test_orders.py").read_text(),
              "sync": run.to_pytest(tmp_path / "test_orders_sync.py", sync=True).read_text(),
@@ -261,10 +262,6 @@ async def test_an_exported_run_checks_its_outcome_with_no_model_and_no_configura
         "project": lambda: _pytest(_folder(tmp_path, "project", {"test_orders.py": test, "test_orders_again.py": test},
                                            project_ini), "-n", "2"),
         "claim": claimed,
-        "mypy": lambda: subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache),
-                                        *(str(tmp_path / f) for f in ("test_orders.py", "test_orders_sync.py",
-                                                                      "test_orders_claim.py", "orders.py"))],
-                                       cwd=ROOT, capture_output=True, text=True, timeout=1200),
     })
     plain = ran["plain"]
     report = plain.report
@@ -291,13 +288,6 @@ async def test_an_exported_run_checks_its_outcome_with_no_model_and_no_configura
     assert recorded.report == replayed.report == {"test_orders_claim": "passed"} and requests == 1, \
         recorded.process.stdout[-2000:] + replayed.process.stdout[-2000:]
     assert '"verdict": "yes"' in cassette.replace('\\"', '"') and _leaks(cassette) == []
-    typed = ran["mypy"]
-    assert typed.returncode == 0, typed.stdout + typed.stderr
-
-
-@pytest.fixture(scope="module")
-def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("mypy") / "cache"
 
 
 async def test_an_exported_script_returns_how_the_outcome_differs(make, shop, orders_recorded, changed, tmp_path, monkeypatch):
