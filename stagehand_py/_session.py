@@ -53,6 +53,8 @@ class PageSession:
         #: selector -> role and name of the element an observe/act planned on; act(action) checks
         #: the page still shows that element there before acting.
         self.identities: dict[str, ElementIdentity] = {}
+        #: The last whole-page snapshot taken (what a verb's model was shown): the run viewer's outline.
+        self.last_read: Snapshot | None = None
 
     async def install_helpers(self) -> None:
         if not self._helpers_installed:
@@ -72,7 +74,7 @@ class PageSession:
             raise InvalidArgumentError(f"snapshot(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
         try:
             async with asyncio.timeout(timeout):
-                return await capture_snapshot(await self.targets(), self.ordinals, memory=self._memory,
+                snap = await capture_snapshot(await self.targets(), self.ordinals, memory=self._memory,
                                               selector=selector, confidence=confidence)
         except TimeoutError as exc:
             raise StagehandTimeoutError(
@@ -80,6 +82,8 @@ class PageSession:
                 f"{timeout:g} s: the page's main thread is busy (a script that never yields) or the page is enormous. "
                 "Wait for the page, or pass a larger snapshot(timeout=...)."
             ) from exc
+        self.last_read = snap if selector is None else self.last_read
+        return snap
 
     async def close(self) -> None:
         """Detach from the tab's CDP targets (nothing to do when the tab went first)."""

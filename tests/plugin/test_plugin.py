@@ -91,7 +91,7 @@ def test_async_fixture_self_launched_options_isolation_evidence_and_blocking(pyt
 
     # failure evidence: files in the artifacts folder and sections in the report, secrets redacted
     folder = pytester.path / "stagehand-artifacts" / "test_flows.py__test_fails_with_evidence"
-    assert sorted(p.name for p in folder.iterdir()) == ["model_calls.json", "outline.txt", "screenshot.png"]
+    assert sorted(p.name for p in folder.iterdir()) == ["model_calls.json", "outline.txt", "run.html", "screenshot.png"]
     assert "Evidence page" in (folder / "outline.txt").read_text()
     assert (folder / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     calls_text = (folder / "model_calls.json").read_text()
@@ -205,6 +205,7 @@ def test_sync_fixture_self_launched(pytester: pytest.Pytester) -> None:
     folder = pytester.path / "stagehand-artifacts" / "test_sync.py__test_sync_fails_with_evidence"
     assert "Sync evidence" in (folder / "outline.txt").read_text()
     assert (folder / "screenshot.png").read_bytes()[:4] == b"\x89PNG"
+    assert '<section class="step failed"' in (folder / "run.html").read_text()  # the sync fixture's run viewer
 
 
 def test_sync_fixture_on_pytest_playwright_page(pytester: pytest.Pytester) -> None:
