@@ -236,9 +236,13 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=10, help="execute(max_steps=...) per task")
     parser.add_argument("--task-timeout", type=float, default=480.0, help="execute(timeout=...) per task, seconds")
     parser.add_argument("--diff", nargs=2, type=Path, metavar=("OLD", "NEW"), help="compare two JSON files; no run")
+    parser.add_argument("--table", type=Path, metavar="FILE", help="print the table of a JSON file's runs; no run")
     args = parser.parse_args(argv)
     if args.diff:
         return diff(*args.diff)
+    if args.table:
+        print(table([AgentOutcome(**o) for o in apps.latest_outcomes(args.table).values()]))
+        return 0
     run = apps.start_run(args, f"; max {args.max_steps} steps, {args.task_timeout:.0f} s a task")
     run.update(max_steps=args.max_steps, task_timeout=args.task_timeout)
     outcomes: list[AgentOutcome] = []

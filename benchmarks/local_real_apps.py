@@ -6,6 +6,7 @@ task checked from outside the library.
         --out benchmarks/results/local_real_apps.json
     python benchmarks/local_real_apps.py --only "facet counts" "absent value"
     python benchmarks/local_real_apps.py --diff before.json after.json     # per task, no model
+    python benchmarks/local_real_apps.py --table benchmarks/results/local_real_apps_before.json
 
 Three applications nobody here wrote, started on 127.0.0.1 by this script and stopped after it
 (see ``_real_apps.py``): Datasette on a seeded SQLite library, the Django admin of
@@ -414,9 +415,15 @@ async def main(argv: list[str] | None = None) -> int:
     apps.add_common_options(parser, HERE.parent / ".bench" / "local_real_apps.json")
     parser.add_argument("--only", nargs="+", default=None, help="task names to run (default: all)")
     parser.add_argument("--diff", nargs=2, type=Path, metavar=("OLD", "NEW"), help="compare two JSON files; no run")
+    parser.add_argument("--table", type=Path, metavar="FILE", help="print the tables of a JSON file's runs; no run")
     args = parser.parse_args(argv)
     if args.diff:
         return diff(*args.diff)
+    if args.table:
+        saved = [Outcome(**o) for o in apps.latest_outcomes(args.table).values()]
+        kinds = list(dict.fromkeys(o.kind for o in saved))
+        print(task_table(saved, kinds), kind_table(saved, kinds), sep="\n\n")
+        return 0
     run = apps.start_run(args)
     outcomes: list[Outcome] = []
     async with apps.stagehands(args) as by_kind:

@@ -46,6 +46,7 @@ from ._errors import (
     UnsupportedMethodError,
     UsageLimitExceededError,
 )
+from ._operations._extract_report import ExtractedValue, ExtractResult
 from ._operations.expect import Expectation
 from ._secrets import Secret
 from ._stagehand import LLMOptions, ModelSpec, Stagehand, StagehandOptions
@@ -75,6 +76,8 @@ __all__ = [
     "ActionMethod",
     "ActResult",
     "Repair",
+    "ExtractResult",
+    "ExtractedValue",
     "ElementIdentity",
     "Variables",
     "Secret",

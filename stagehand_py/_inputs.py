@@ -20,7 +20,7 @@ from ._errors import InvalidArgumentError, InvalidSchemaError
 from ._secrets import VariableSet
 from .llm._structured import check_json_schema
 
-__all__ = ["check_inputs", "check_instruction", "required_instruction"]
+__all__ = ["check_flag", "check_inputs", "check_instruction", "required_instruction"]
 
 
 def check_inputs(what: str, *, variables: object = None, schema: object = None, schema_param: str = "schema",
@@ -56,6 +56,13 @@ def check_instruction(what: str, instruction: object, *, required: bool) -> str 
             + ("" if required else f" Leave it out (None) to {what} without one.")
         )
     return instruction.strip()
+
+
+def check_flag(what: str, name: str, value: object) -> bool:
+    """A verb's yes/no option (``extract(report=...)``): True or False, else a typed error."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{what}({name}=...) takes True or False, not {value!r}.")
+    return value
 
 
 def required_instruction(what: str, instruction: object) -> str:

@@ -16,12 +16,13 @@ from pydantic import BaseModel
 from ._actions import action_title
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
-from ._inputs import check_instruction, required_instruction
+from ._inputs import check_flag, check_instruction, required_instruction
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
 from ._operations import extract as _extract
 from ._operations import observe as _observe
+from ._operations._extract_report import ExtractResult
 from ._operations.expect import Expectation
 from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
@@ -513,21 +514,20 @@ class Stagehand:
 
     @overload
     async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
-                      screenshot: bool = ..., timeout: float | None = ...) -> M: ...
+                      screenshot: bool = ..., timeout: float | None = ..., report: Literal[False] = ...) -> M: ...
+
+    @overload
+    async def extract(self, instruction: str | None = ..., *, schema: type[M], selector: str | None = ...,
+                      screenshot: bool = ..., timeout: float | None = ..., report: Literal[True]) -> ExtractResult[M]: ...
 
     @overload
     async def extract(self, instruction: str | None = ..., schema: dict[str, Any] | None = ..., *,
-                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...) -> Any: ...
+                      selector: str | None = ..., screenshot: bool = ..., timeout: float | None = ...,
+                      report: bool = ...) -> Any: ...
 
-    async def extract(
-        self,
-        instruction: str | None = None,
-        schema: type[BaseModel] | dict[str, Any] | None = None,
-        *,
-        selector: str | None = None,
-        screenshot: bool = False,
-        timeout: float | None = None,
-    ) -> Any:
+    async def extract(self, instruction: str | None = None, schema: type[BaseModel] | dict[str, Any] | None = None, *,
+                      selector: str | None = None, screenshot: bool = False, timeout: float | None = None,
+                      report: bool = False) -> Any:
         """Extract data from the page.
 
         - ``schema`` a pydantic model class: returns an instance; a JSON Schema dict: returns
@@ -537,13 +537,14 @@ class Stagehand:
 
         URL fields (``HttpUrl``/``AnyUrl``, ``format: uri``) come back as the real absolute URLs.
         ``screenshot=True`` adds a screenshot of the page (or of the ``selector`` region) so values
-        only visible as pixels can be read; it needs a model that accepts images.
+        only visible as pixels can be read; it needs a model that accepts images. A model in choice
+        mode answers with page lines; ``report=True`` returns an :class:`~stagehand_py.ExtractResult`.
         """
-        instruction = check_instruction("extract", instruction, required=False)
+        instruction, report = check_instruction("extract", instruction, required=False), check_flag("extract", "report", report)
         ctx = self._context("extract", timeout=timeout)
-        return await self._run("extract", timeout, lambda: _extract.extract(ctx, instruction, schema, selector=selector,
-                                                                              screenshot=screenshot),
-                               instruction=instruction, session=ctx.session)
+        result = await self._run("extract", timeout, lambda: _extract.extract(
+            ctx, instruction, schema, selector=selector, screenshot=screenshot), instruction=instruction, session=ctx.session)
+        return result if report else result.data
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
                      timeout: float | None = None) -> Expectation:

@@ -42,6 +42,7 @@ from pydantic import BaseModel
 from ._cache import ElementIdentity
 from ._errors import ConfigurationError, InvalidArgumentError, PageClosedError
 from ._logging import logger
+from ._operations._extract_report import ExtractResult
 from ._operations.expect import Expectation
 from ._stagehand import DOWNLOAD_WAIT, SNAPSHOT_TIMEOUT, LLMOptions, ModelSpec, StagehandOptions
 from ._stagehand import Stagehand as AsyncStagehand
@@ -334,7 +335,20 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
+        report: Literal[False] = ...,
     ) -> M: ...
+
+    @overload
+    def extract(
+        self,
+        instruction: str | None = ...,
+        *,
+        schema: type[M],
+        selector: str | None = ...,
+        screenshot: bool = ...,
+        timeout: float | None = ...,
+        report: Literal[True],
+    ) -> ExtractResult[M]: ...
 
     @overload
     def extract(
@@ -345,6 +359,7 @@ class Stagehand:
         selector: str | None = ...,
         screenshot: bool = ...,
         timeout: float | None = ...,
+        report: bool = ...,
     ) -> Any: ...
 
     def extract(
@@ -355,9 +370,11 @@ class Stagehand:
         selector: str | None = None,
         screenshot: bool = False,
         timeout: float | None = None,
+        report: bool = False,
     ) -> Any:
         """Extract data from the page; see :meth:`stagehand_py.Stagehand.extract`."""
-        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot, timeout=timeout))
+        return self._run(self._core.extract(instruction, cast(Any, schema), selector=selector, screenshot=screenshot,
+                                            timeout=timeout, report=cast(Any, report)))
 
     # --- agent and judge -------------------------------------------------------------------
 

@@ -40,6 +40,8 @@ TOP_LEVEL = {
     "ActionMethod",
     "ActResult",
     "Repair",
+    "ExtractResult",
+    "ExtractedValue",
     "ElementIdentity",
     "Variables",
     "VariableSpec",

@@ -273,6 +273,8 @@ def test_observe_act_extract_with_a_scripted_model(sync_page: Page, server: Any)
     assert stagehand.act(action, variables={"user": "ada"}).success
     assert sync_page.input_value("#username") == "ada"
     assert stagehand.extract("the page heading", schema=Heading) == Heading(heading="Sign in")
+    reported = stagehand.extract("the page heading", schema=Heading, report=True)  # the twin takes report= too
+    assert reported.data == Heading(heading="Sign in") and reported.mode == "schema" and reported.calls == 1
     assert stagehand.metrics.by_purpose["observe"].requests == 1
 
 

@@ -3,6 +3,11 @@
 One model call per page part: the answer carries the data *and* whether the instruction is
 now satisfied (``instruction_satisfied``), so a long page is read part by part and the
 reading stops as soon as the model says it has everything.
+
+Two ways to ask: the plain schema (the model writes the values; :func:`extract_user`) and
+choice mode (the model answers each field with one of the page's numbered text lines, and the
+program reads the value from it). Choice mode is short on purpose:
+the embedded model pays about a second per 45 prompt tokens.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ __all__ = [
     "DEFAULT_EXTRACT_INSTRUCTION",
     "EXTRACTION_DESCRIPTION",
     "SATISFIED_DESCRIPTION",
+    "NOT_ON_PAGE",
     "URL_FIELD_DESCRIPTION",
     "extract_system",
     "extract_user",
@@ -50,6 +56,19 @@ EXTRACT_TASK = (
 )
 
 
+#: The answer of a choice-mode field that no page line holds.
+NOT_ON_PAGE = "none: not on the page"
+
+#: What a choice-mode extract asks, after the page's lines.
+EXTRACT_CHOICE_TASK = (
+    "Task: answer with the data the instruction asks for, read from the page lines above. For each "
+    "field, copy the line that holds its value, ending with its [number]; for a value that is only part "
+    "of a line, stop where the value ends ('Ada Lovelace [3]' from 'by Ada Lovelace [3]'). A number: "
+    "the number as written and its line's [number]. A link: its line. A list: one answer per item, in "
+    f"page order. When no line holds a value, answer '{NOT_ON_PAGE}'; never guess."
+)
+
+
 def extract_system(fence: Fence) -> str:
     """The shared preamble (every verb's system prompt is the same; see :mod:`.common`)."""
     return preamble(fence)
@@ -62,10 +81,15 @@ def extract_user(
     *,
     part: tuple[int, int] | None = None,
     earlier: str | None = None,
+    choice: bool = False,
 ) -> str:
-    """The fenced outline (or one part) first, then what earlier parts gave, the task, the instruction."""
-    task = [EXTRACT_TASK, f"Instruction: {instruction}"]
+    """The fenced outline (or one part) first, then what earlier parts gave, the task, the instruction.
+
+    ``choice``: ``outline`` is the page's numbered text lines, answered in choice mode.
+    """
+    task = [EXTRACT_CHOICE_TASK if choice else EXTRACT_TASK, f"Instruction: {instruction}"]
     if earlier:
         task.insert(0, "Data already extracted from earlier parts (for deciding instruction_satisfied; do not "
                     f"repeat it):\n{fence.wrap(earlier, 'earlier extraction')}")
-    return page_then_task(page_section(outline, fence, part), task)
+    return page_then_task(page_section(outline, fence, part, label="page lines" if choice else "page outline"), task)
+

@@ -14,6 +14,7 @@ on it; a claim that does not check out after one more turn ends ``unverified``.
 
 from ._agent import Agent
 from ._config import AgentConfig, AgentOptions, SafetyCallback
+from ._outcome import PageView
 from ._run import EventCallback
 from ._tools import Tool, tool_from_function
 from ._types import (
@@ -51,6 +52,7 @@ __all__ = [
     "EvaluateResult",
     "EventCallback",
     "Evidence",
+    "PageView",
     "SafetyCallback",
     "SafetyCheck",
     "ScreenshotRecord",

@@ -3,9 +3,12 @@
 A :class:`RunRecording` is the ordered list of the browser steps a finished run took: each
 navigation (``goto``, ``back``), each act with its :class:`~stagehand_py.Action` (arguments keep
 their ``%placeholders%``) and the identity of the element it was chosen on (outline role and
-accessible name, redacted), each key press and page scroll, and each extract with its
-instruction, JSON Schema and the data it returned (redacted). Values of variables are never
-written: the recording holds placeholders and the variables' *names* only.
+accessible name, redacted), each key press and page scroll, each extract with its instruction,
+JSON Schema and the data it returned, and each ``save_progress`` with the data saved (redacted;
+with what of it the page showed, :mod:`._outcome`). Then the run's outcome: where it ended (kept
+URL, title, main heading: :class:`~._outcome.EndState`, read when it finished) and its output.
+Values of variables are never written: the recording holds placeholders and the variables'
+*names* only.
 
 :class:`RunStore` keeps recordings as JSON files under the Stagehand's cache directory
 (``<cache_dir>/agent-runs/``), one per key: the task, the normalised start URL and the variable
@@ -22,23 +25,25 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._errors import CacheError
+from .._errors import CacheError, StagehandError
 from .._types import Action
 from .._util import normalise_url, write_json_atomic
+from ._outcome import EndState, PageView, data_pins, output_pins, prune, view_of
 
 if TYPE_CHECKING:
     from ._run import Run
 
 __all__ = ["FORMAT", "RecordedStep", "ReplayReport", "RunRecording", "RunStore", "StepKind", "StepReplay", "StepStatus",
-           "load_recording", "recording_of", "report_of"]
+           "load_recording", "recorded_data", "recording_of", "report_of"]
 
 logger = logging.getLogger("stagehand_py.agent")
 
 FORMAT = "stagehand_py.agent_run/1"
 
-StepKind: TypeAlias = Literal["goto", "back", "act", "press", "scroll", "extract"]
+StepKind: TypeAlias = Literal["goto", "back", "act", "press", "scroll", "extract", "save_progress"]
 
 
 class RecordedStep(BaseModel):
@@ -58,10 +63,21 @@ class RecordedStep(BaseModel):
     keys: str = ""
     #: ``scroll``: signed pixels.
     pixels: int = 0
-    #: ``extract``: the instruction, the JSON Schema (or None) and the data it returned (redacted).
+    #: ``extract``: the instruction, the JSON Schema (or None) and the data it returned (redacted);
+    #: ``save_progress``: the data saved.
     instruction: str = ""
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     data: Any = None
+    #: ``extract``/``save_progress``: paths of values the page did not show as written when the
+    #: run read them (a count the model worked out): left unpinned; and of objects the page showed
+    #: only value by value, not as one row or item (checked apart). See :mod:`._outcome`.
+    unshown: list[str] = Field(default_factory=list)
+    apart: list[str] = Field(default_factory=list)
+
+    @property
+    def pinned(self) -> Any:
+        """The data a check compares with the page: ``data`` without the ``unshown`` values."""
+        return prune(self.data, self.unshown)
 
     def summary(self) -> str:
         """One line for reports: what this step does."""
@@ -75,7 +91,9 @@ class RecordedStep(BaseModel):
         if self.kind == "scroll":
             return f"scroll {self.pixels:+d} px"
         if self.kind == "extract":
-            return f"extract {self.instruction!r}"
+            return f"extract {self.instruction!r}" if self.instruction else "extract"
+        if self.kind == "save_progress":
+            return f"save_progress {sorted(self.data) if isinstance(self.data, dict) else ''}".rstrip()
         return self.kind
 
 
@@ -95,6 +113,11 @@ class RunRecording(BaseModel):
     output: Any = None
     #: The JSON Schema of the run's ``output`` (None when the task had none).
     output_schema: dict[str, Any] | None = None
+    #: Where the run ended (None: not read, e.g. a recording made before end states were kept),
+    #: and what of ``output`` the pages showed (as :attr:`RecordedStep.unshown`/``apart``).
+    end: EndState | None = None
+    output_unshown: list[str] = Field(default_factory=list)
+    output_apart: list[str] = Field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -128,6 +151,9 @@ class ReplayReport(BaseModel):
     reason: str = ""
     #: Model calls the replay spent (heals and fresh extracts), not counting a fallback run.
     model_calls: int = 0
+    #: How the outcome differs from the recorded one, when every step ran: the end state (URL,
+    #: title, main heading) and the output's values on the pages read. Empty: as recorded.
+    outcome_differences: list[str] = Field(default_factory=list)
 
     @property
     def replayed(self) -> list[int]:
@@ -201,16 +227,42 @@ def load_recording(path: str | os.PathLike[str]) -> RunRecording:
                          f"{exc.errors()[0]['msg']}") from exc
 
 
-def recording_of(run: Run, status: str, message: str, output: Any) -> RunRecording | None:
-    """What ``run`` did, as a recording (redacted); None when it cannot be replayed (said in the log)."""
+def recorded_data(run: Run, kind: Literal["extract", "save_progress"], data: Any, *, instruction: str = "",
+                  schema: dict[str, Any] | None = None) -> RecordedStep:
+    """A data step as recorded (redacted), with what of it the page the run was reading showed."""
+    redacted = run.redact_data(data)
+    unshown: list[str] = []
+    apart: list[str] = []
+    if run.snapshot is not None:  # the outline this step's model read
+        unshown, apart = data_pins([view_of(run.snapshot, url="", title="", variables=run.variables)], redacted)
+    return RecordedStep(kind=kind, instruction=run.redact(instruction), schema=schema, data=redacted,
+                        unshown=unshown, apart=apart)
+
+
+async def _end_view(run: Run) -> PageView | None:
+    try:
+        snapshot = await run.driver.snapshot()
+        return view_of(snapshot, url=run.driver.page.url, title=await run.driver.page.title(), variables=run.variables)
+    except (StagehandError, PlaywrightError) as exc:  # a closed or crashed page: the recording goes without it
+        logger.warning("agent run: the end state could not be read (%s); the recording will not pin it", type(exc).__name__)
+        return None
+
+
+async def recording_of(run: Run, status: str, message: str, output: Any) -> RunRecording | None:
+    """What ``run`` did, as a recording (redacted), with where it ended (one read of the page, no
+    model); None when it cannot be replayed (said in the log)."""
     if run.unreplayable is not None or run.config.mode != "dom":
         logger.info("agent run not recorded for replay: %s", run.unreplayable or "computer-use mode")
         return None
-    data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+    data = run.redact_data(output.model_dump(mode="json") if isinstance(output, BaseModel) else output)
     steps = [s.model_copy(update={"data": run.redact_data(s.data)}) if s.kind == "extract" else s for s in run.recorded]
+    view = await _end_view(run)
+    end = EndState(url=view.url, title=view.title, heading=view.heading) if view is not None else None
+    unshown, apart = output_pins([(s.pinned, s.apart) for s in steps if s.kind in ("extract", "save_progress")], view, data)
     return RunRecording(task=run.redact(run.instruction), start_url=run.redact(run.start_url),
                         variables=run.variables.names, steps=steps, status=status, message=run.redact(message),
-                        output=run.redact_data(data), output_schema=run.output_schema)
+                        output=data, output_schema=run.output_schema, end=end, output_unshown=unshown,
+                        output_apart=apart)
 
 
 def report_of(run: Run) -> ReplayReport | None:

@@ -5,9 +5,11 @@ Each act runs as ``driver.act(Action, variables=...)`` after the element identit
 with is handed to the driver: the Stagehand checks the page still shows that element at the
 selector, and when it does not, heals the step (one model call, that step only) or, without a
 model, refuses with a typed error, so nothing is ever done to another element. Navigations,
-key presses and page scrolls run as recorded. An extract is not asked again while every value it
-returned is still on the page (read from the outline, no model call); otherwise it runs fresh
-(``heal=True``) or is reported drifted.
+key presses and page scrolls run as recorded. An extract or a ``save_progress`` is not asked
+again while the page still shows what it read, compared as data (:mod:`._outcome`: one read of
+the outline, no model call); otherwise an extract runs fresh (``heal=True``) or the step is
+reported drifted. When every step ran, the page is read once more and compared with where the
+recorded run ended and with its output (:func:`outcome_differences`).
 
 The first step that cannot run ends the replay (``complete=False``, with the reason); the
 caller decides what comes next (the agent continues live; ``--check`` reports the drift).
@@ -17,8 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +29,13 @@ from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
 from .._operations._heal import identity_in
 from .._secrets import VariableSet
 from ..llm import Usage
+from ._outcome import PageView, data_pins, not_shown_on, prune, view_of
 from ._recording import RecordedStep, ReplayReport, RunRecording, StepReplay, StepStatus
 
 if TYPE_CHECKING:  # annotations only: _types imports the exporter, which imports this module
     from ._types import Driver
 
-__all__ = ["ReplayOutcome", "leaves", "replay_steps", "values_on_page"]
+__all__ = ["ReplayOutcome", "outcome_differences", "read_view", "replay_steps"]
 
 logger = logging.getLogger("stagehand_py.agent")
 
@@ -50,26 +52,29 @@ class ReplayOutcome:
     #: True when a fresh extract returned other data than recorded: the recorded output is stale.
     output_stale: bool = False
     extractions: list[Any] = field(default_factory=list)
+    #: The pages read at the data steps, and at the end (None until every step ran).
+    views: list[PageView] = field(default_factory=list)
+    end: PageView | None = None
+    #: The page as last read, while no browser step has run since (consecutive data steps share it).
+    current: PageView | None = None
 
 
-def leaves(value: Any) -> list[str]:
-    if isinstance(value, Mapping):
-        return [leaf for v in value.values() for leaf in leaves(v)]
-    if isinstance(value, list | tuple):
-        return [leaf for v in value for leaf in leaves(v)]
-    if isinstance(value, bool) or value is None:
+async def read_view(driver: Driver, variables: VariableSet) -> PageView:
+    """The driver's page as a :class:`PageView` (one snapshot and the title, no model)."""
+    snapshot = await driver.snapshot()
+    return view_of(snapshot, url=driver.page.url, title=await driver.page.title(), variables=variables)
+
+
+def outcome_differences(recording: RunRecording, views: list[PageView], end: PageView) -> list[str]:
+    """How ``end`` (and the pages read at the data steps) differ from the recorded outcome: the end
+    state, then the output's values; empty when as recorded or when nothing of it was recorded."""
+    if recording.end is None:  # recorded before end states were kept: nothing to compare
         return []
-    return [str(value)]
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
-
-
-def values_on_page(value: Any, page_text: str) -> bool:
-    """True when every value in ``value`` (strings and numbers, placeholders aside) is in ``page_text``."""
-    text = _norm(page_text)
-    return all(_norm(leaf) in text for leaf in leaves(value) if leaf.strip() and "%" not in leaf)
+    found = end.differences(url=recording.end.url, title=recording.end.title, heading=recording.end.heading)
+    if recording.output is not None:
+        found += [f"output {d}" for d in not_shown_on([*views, end], prune(recording.output, recording.output_unshown),
+                                                       apart=recording.output_apart)]
+    return found
 
 
 def _spent(driver: Driver) -> Usage:
@@ -77,12 +82,6 @@ def _spent(driver: Driver) -> Usage:
     metrics = getattr(driver, "metrics", None)
     total = getattr(metrics, "total", None)
     return total if isinstance(total, Usage) else Usage()
-
-
-async def _page_text(driver: Driver) -> str:
-    # extract() with nothing asked returns the page outline with no model call.
-    read = await driver.extract()
-    return str(read.get("page_text", "")) if isinstance(read, dict) else ""
 
 
 async def _now_at(driver: Driver, selector: str, variables: VariableSet) -> str:
@@ -128,13 +127,24 @@ async def replay_steps(
     done = len(statuses)
     statuses += [StepReplay(index=n, kind=s.kind, status="skipped", summary=s.summary())
                  for n, s in enumerate(recording.steps) if n >= done]
-    outcome.report = ReplayReport(steps=statuses, reason=reason, model_calls=outcome.usage.requests)
+    differences: list[str] = []
+    if outcome.complete:
+        try:
+            outcome.end = await read_view(driver, variables)
+            differences = outcome_differences(recording, outcome.views, outcome.end)
+        except StagehandError as exc:
+            differences = [f"the page could not be read at the end: {type(exc).__name__}: {exc}"]
+    outcome.report = ReplayReport(steps=statuses, reason=reason, model_calls=outcome.usage.requests,
+                                  outcome_differences=differences)
     return outcome
 
 
 async def _replay_one(driver: Driver, step: RecordedStep, variables: VariableSet, heal: bool,
                       check_url: Callable[[str], None] | None, outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
     page = driver.page
+    if step.kind in ("extract", "save_progress"):
+        return await _replay_data(driver, step, variables, heal, outcome)
+    outcome.current = None
     if step.kind == "goto":
         url = substitute([step.url], variables)[0] if "%" in step.url else step.url
         if check_url is not None:
@@ -150,9 +160,7 @@ async def _replay_one(driver: Driver, step: RecordedStep, variables: VariableSet
     if step.kind == "scroll":
         await page.evaluate("(dy) => window.scrollBy(0, dy)", step.pixels)
         return "replayed", step, ""
-    if step.kind == "act":
-        return await _replay_act(driver, step, variables, outcome)
-    return await _replay_extract(driver, step, heal, outcome)
+    return await _replay_act(driver, step, variables, outcome)
 
 
 async def _replay_act(driver: Driver, step: RecordedStep, variables: VariableSet,
@@ -178,13 +186,19 @@ async def _replay_act(driver: Driver, step: RecordedStep, variables: VariableSet
     return "healed", healed, f"was {step.role} {step.name!r} at {action.selector}; now {shown} at {ran.selector}"
 
 
-async def _replay_extract(driver: Driver, step: RecordedStep, heal: bool,
-                          outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
-    if values_on_page(step.data, await _page_text(driver)):
-        outcome.extractions.append(step.data)
+async def _replay_data(driver: Driver, step: RecordedStep, variables: VariableSet, heal: bool,
+                       outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
+    view = outcome.current
+    if view is None:
+        view = outcome.current = await read_view(driver, variables)
+        outcome.views.append(view)
+    missing = view.not_shown(step.pinned, apart=step.apart)
+    if not missing:
+        if step.kind == "extract":
+            outcome.extractions.append(step.data)
         return "replayed", step, ""
-    if not heal:
-        return "drifted", step, "the page no longer shows the data it returned when recorded"
+    if not heal or step.kind != "extract":  # a save_progress cannot be asked again: its data is stale
+        return "drifted", step, "the page shows other data than recorded: " + "; ".join(missing)
     before = _spent(driver)
     value = await driver.extract(step.instruction, step.schema_)
     data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
@@ -192,4 +206,6 @@ async def _replay_extract(driver: Driver, step: RecordedStep, heal: bool,
     outcome.extractions.append(data)
     if json.dumps(data, sort_keys=True, default=str) != json.dumps(step.data, sort_keys=True, default=str):
         outcome.output_stale = True
-    return "fresh", step.model_copy(update={"data": data}), "extracted again: the recorded data is no longer on the page"
+    unshown, apart = data_pins([view], data)
+    return "fresh", step.model_copy(update={"data": data, "unshown": unshown, "apart": apart}), \
+        "extracted again: the recorded data is no longer on the page"

@@ -1,5 +1,6 @@
 """One ``execute`` with a stored run: replay it, fall back to the live agent where it cannot
-heal, and store what the run did for next time (see :mod:`._recording`, :mod:`._replay`)."""
+heal or where it did not end as recorded, and store what the run did for next time (see
+:mod:`._recording`, :mod:`._replay`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from .._prompts.replay import replay_fallback_notice
+from .._util import deep_merge
 from ._recording import RecordedStep, RunRecording, RunStore, StepReplay
 from ._replay import replay_steps
 from ._run import Finished, Run
@@ -60,9 +62,11 @@ async def run_with_recording(run: Run, recording: RunRecording | None, live: Cal
                                      check_url=run.check_url_allowed)
         run.recorded.extend(outcome.steps)
         run.extractions.extend(outcome.extractions)
+        for saved in (s for s in outcome.steps if s.kind == "save_progress" and isinstance(s.data, dict)):
+            run.data = deep_merge(run.data if run.data is not None else {}, saved.data)  # as save_progress keeps it
         run.usage = run.usage + outcome.usage
         report = run.replay_report = outcome.report
-        if outcome.complete and not outcome.output_stale:
+        if outcome.complete and not outcome.output_stale and not report.outcome_differences:
             run.steps.extend(_agent_steps(report.steps, outcome.steps))
             run.step = len(run.steps)
             healed = f", {len(report.healed)} healed" if report.healed else ""
@@ -71,7 +75,9 @@ async def run_with_recording(run: Run, recording: RunRecording | None, live: Cal
             result = await finish(run, Finished(status, message, output=_output(run, recording.output)))
         else:
             stopped = next((s.index + 1 for s in report.steps if s.status == "drifted"), None) if not outcome.complete else None
-            reason = report.reason or "a fresh extract returned other data than the recorded run"
+            reason = report.reason or (
+                "the outcome differs from the recorded run: " + "; ".join(report.outcome_differences)
+                if report.outcome_differences else "a fresh extract returned other data than the recorded run")
             logger.info("agent replay stopped (%s); the live agent continues", reason)
             run.notices.append(replay_fallback_notice(len(outcome.steps), len(recording.steps), stopped))
             run.replay_report = report.model_copy(update={"fell_back": True, "reason": reason})

@@ -31,7 +31,7 @@ from .._util import deep_merge, inline_refs, schema_dict, write_json_atomic
 from ..browser._guard import GuardLease
 from ..llm import LLMClient, Usage
 from ._config import AgentConfig
-from ._recording import RecordedStep, ReplayReport
+from ._recording import RecordedStep, ReplayReport, recorded_data
 from ._types import (
     AgentEvent,
     AgentEventType,
@@ -290,6 +290,7 @@ class Run:
 
     async def save_progress(self, data: Mapping[str, Any]) -> None:
         self.data = deep_merge(self.data if self.data is not None else {}, self.redact_data(dict(data)))
+        self.recorded.append(recorded_data(self, "save_progress", dict(data)))  # a replay checks it on the page
         await self.checkpoint("save_progress")
 
     async def checkpoint(self, reason: str, *, status: str = "running") -> CheckpointRecord:

@@ -503,7 +503,7 @@ async def finish(run: Run, fin: Finished) -> AgentResult:
             checkpoints=list(run.checkpoints),
             blocked=[b.model_copy(update={"url": run.redact(b.url)}) for b in run.guard.blocked] if run.guard is not None else [],
         ),
-        recording=recording_of(run, fin.status, fin.message, fin.output),
+        recording=await recording_of(run, fin.status, fin.message, fin.output),
         replay=report_of(run),
         checks=list(run.checks),
     )

@@ -16,7 +16,7 @@ from .._errors import InvalidArgumentError
 from .._prompts.agent import MORE_ACTIONS_DESCRIPTION, TOOL_DESCRIPTIONS
 from .._types import Action, ActionMethod, ActResult
 from .._vision import masked_screenshot
-from ._recording import RecordedStep
+from ._recording import RecordedStep, recorded_data
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -253,8 +253,7 @@ async def _extract(run: Run, args: ExtractArgs) -> ToolOutcome:
     value = await run.driver.extract(args.instruction, args.schema_)
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     run.extractions.append(data)
-    run.recorded.append(RecordedStep(kind="extract", instruction=run.redact(args.instruction), schema=args.schema_,
-                                     data=run.redact_data(data)))
+    run.recorded.append(recorded_data(run, "extract", data, instruction=args.instruction, schema=args.schema_))
     return ToolOutcome(ok=True, text=json.dumps(data, default=str), data=data)
 
 

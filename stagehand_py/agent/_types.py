@@ -202,18 +202,22 @@ class AgentResult(BaseModel):
 
     def to_script(self, path: str | os.PathLike[str]) -> Path:
         """Write this run as a Python script on the public API (``act(Action(...), variables=...)``
-        per step, ``extract`` with the schema as a pydantic model); returns its path."""
+        per step, ``extract`` with the schema as a pydantic model); its ``run()`` returns how the
+        outcome differs from this run's (docs/guides/replay.md). Returns its path."""
         from ._export import write_script
 
         return write_script(self._replayable(), path, test=False)
 
-    def to_pytest(self, path: str | os.PathLike[str]) -> Path:
-        """Write this run as a pytest test using the plugin's ``stagehand`` fixture: it passes
-        with no model while nothing drifted, and heals a drifted step (recorded to the plugin's
-        cassette) when a model may be used. Returns its path."""
+    def to_pytest(self, path: str | os.PathLike[str], *, sync: bool = False, expect_done: bool = False) -> Path:
+        """Write this run as a pytest test on the plugin's ``stagehand`` fixture (``sync=True``:
+        ``stagehand_sync``) that runs with no pytest configuration: it passes with no model while
+        nothing drifted, heals a drifted step (recorded to the plugin's cassette) when a model may
+        be used, and asserts the outcome with no model: the data read, the URL, title and main
+        heading it ended on, the output. ``expect_done=True`` also checks the ``done`` message
+        as an ``expect`` claim (its verdict kept in the cassette). Returns its path."""
         from ._export import write_script
 
-        return write_script(self._replayable(), path, test=True)
+        return write_script(self._replayable(), path, test=True, sync=sync, expect_done=expect_done)
 
     def _replayable(self) -> RunRecording:
         if self.recording is None:

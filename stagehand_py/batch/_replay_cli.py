@@ -1,13 +1,16 @@
 """``stagehand-py replay <stored run | exported file> [--check]``: replay a recorded agent run.
 
 With ``--check`` no model is used at all (model requests are blocked, nothing heals): each step
-prints ``replayed`` or ``drifted`` (the element it was recorded on, and what the page shows at
-that path now), and the exit code is 1 when anything drifted: the scheduled "did the site
-change?" job. Without it, a drifted step heals with the configured model.
+prints ``replayed`` or ``drifted`` (the element it was recorded on and what the page shows at
+that path now; for a data step, what the page shows instead of what the run read), then the
+``outcome`` line: ``as recorded``, or each way the end state (kept URL, title, main heading) or
+the output differs. The exit code is 1 when a step drifted or the outcome differs: the scheduled
+"did the site change?" job. Without it, a drifted step heals with the configured model.
 
 The input is a stored run (``<cache_dir>/agent-runs/run-*.json``) or a file written by
-``AgentResult.to_script`` / ``to_pytest``, read back from its calls (never executed).
-Variable values come from ``STAGEHAND_VAR_<NAME>`` environment variables.
+``AgentResult.to_script`` / ``to_pytest``, read back from its calls and the constants it pins
+(never executed): a check deleted from the file is not made. Variable values come from
+``STAGEHAND_VAR_<NAME>`` environment variables.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from .._errors import CacheError, InvalidArgumentError, StagehandError
 from .._secrets import VariableSet
 from .._stagehand import Stagehand
 from .._types import Action, Variables
-from ..agent._export import VARIABLE_PREFIX
-from ..agent._recording import RecordedStep, RunRecording, load_recording
+from ..agent._export import DATA_CONSTANT, END_CONSTANTS, VARIABLE_PREFIX
+from ..agent._outcome import EndState
+from ..agent._recording import RecordedStep, RunRecording, StepKind, load_recording
 from ..agent._replay import replay_steps
 from ..testing import block_model_requests
 
@@ -58,17 +62,52 @@ def _calls_in_order(tree: ast.AST) -> list[ast.Call | ast.For]:
     return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
 
 
+def _constants(tree: ast.Module) -> dict[str, Any]:
+    """The file's module-level literals (``EXTRACTED_4 = {...}``, ``END_URL = '...'``)."""
+    found: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:  # VARIABLES and the like: not a literal
+                continue
+    return found
+
+
+_KIND_OF: dict[str, StepKind] = {prefix: kind for kind, prefix in DATA_CONSTANT.items()}
+_END_OF = {constant: key for key, constant in END_CONSTANTS.items()}
+
+
+def _pinned_end(node: ast.AST, constants: dict[str, Any], end: dict[str, str]) -> None:
+    """``assert end.url == END_URL`` (a test) or ``end.differences(url=END_URL, ...)`` (a script)."""
+    if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.comparators:
+        right = node.comparators[0]
+        if isinstance(right, ast.Name) and right.id in _END_OF and node.left.attr == _END_OF[right.id]:
+            end[node.left.attr] = str(constants[right.id])
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "differences":
+        for key, value in _keywords(node).items():
+            if isinstance(value, ast.Name) and value.id in _END_OF:
+                end[key] = str(constants[value.id])
+
+
 def recording_from_file(path: Path) -> RunRecording:
-    """The steps of an exported file, read from its calls (the file is parsed, never run)."""
+    """The steps and pinned outcome of an exported file, read from its calls and constants (the
+    file is parsed, never run)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError) as exc:
         raise CacheError(f"cannot read {path} as an exported agent run: {exc}") from exc
+    constants = _constants(tree)
     steps: list[RecordedStep] = []
     start_url = ""
     names: set[str] = set()
+    end: dict[str, str] = {}
+    output: Any = None
+    output_apart: list[str] = []
+    for node in ast.walk(tree):
+        _pinned_end(node, constants, end)
     for node in _calls_in_order(tree):
-        if isinstance(node, ast.For) and isinstance(node.iter, ast.List):  # an exported test's extract check
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.List):  # an extract check of an older export
             steps.append(RecordedStep(kind="extract", instruction="values shown", data=_literal(node.iter)))
             continue
         if not isinstance(node, ast.Call):
@@ -79,6 +118,8 @@ def recording_from_file(path: Path) -> RunRecording:
         if not isinstance(node.func, ast.Attribute):
             continue
         attr, args, kw = node.func.attr, node.args, _keywords(node)
+        data = constants.get(args[-1].id) if args and isinstance(args[-1], ast.Name) else None
+        apart = [str(p) for p in _literal(kw.get("apart")) or []]
         if attr == "goto" and args:
             url = str(_literal(args[0]))
             if start_url:
@@ -92,6 +133,11 @@ def recording_from_file(path: Path) -> RunRecording:
                 if isinstance(element, ast.Call) else None
             steps.append(RecordedStep(kind="act", action=action, role=identity.role if identity else None,
                                       name=identity.name if identity else None))
+        elif attr == "not_shown" and isinstance(args[0], ast.Name) and args[0].id.split("_")[0] in _KIND_OF:
+            kind = _KIND_OF[args[0].id.split("_")[0]]
+            steps.append(RecordedStep(kind=kind, data=data, apart=apart))
+        elif attr == "not_shown_on" and len(args) == 2:
+            output, output_apart = data, apart
         elif attr == "press" and args:
             steps.append(RecordedStep(kind="press", keys=str(_literal(args[0]))))
         elif attr == "wheel" and len(args) == 2:
@@ -100,7 +146,9 @@ def recording_from_file(path: Path) -> RunRecording:
             steps.append(RecordedStep(kind="back"))
     if not start_url:
         raise CacheError(f"{path} has no page.goto(...) to start from: it is not a file exported from an agent run.")
-    return RunRecording(task=path.stem, start_url=start_url, variables=sorted(names), steps=steps)
+    pinned = EndState(**end) if end or output is not None else None
+    return RunRecording(task=path.stem, start_url=start_url, variables=sorted(names), steps=steps, end=pinned,
+                        output=output, output_apart=output_apart)
 
 
 def _variables(names: list[str]) -> Variables:
@@ -126,10 +174,20 @@ async def _replay(recording: RunRecording, *, check: bool, headless: bool) -> in
         drifted += step.status == "drifted"
         detail = f"  ({step.detail})" if step.detail else ""
         print(f"step {step.index + 1:>3}  {step.status:<8}  {step.summary}{detail}")
+    differences = outcome.report.outcome_differences
+    if not outcome.complete:
+        said = "not checked (a step could not run)"
+    elif recording.end is None:
+        said = "not recorded"
+    else:
+        said = "differs" if differences else "as recorded"
+    print(f"outcome   {said}")
+    for difference in differences:
+        print(f"          - {difference}")
     healed = len(outcome.report.healed)
     print(f"{len(outcome.report.steps)} step(s): {len(outcome.report.replayed)} replayed, {healed} healed, "
-          f"{drifted} drifted; model calls: {outcome.report.model_calls}")
-    return 1 if drifted else 0
+          f"{drifted} drifted; outcome {said}; model calls: {outcome.report.model_calls}")
+    return 1 if drifted or differences else 0
 
 
 def main(argv: list[str]) -> int:

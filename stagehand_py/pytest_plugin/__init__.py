@@ -42,6 +42,7 @@ from typing import Any
 
 import pytest
 
+from ._browsers import SYNC_CHROMIUM, SyncChromium, runs_on_a_loop
 from ._config import ARTIFACTS_DEFAULT, StagehandTestConfig
 from ._config import is_test_double as is_test_double  # importable from here, as before the split
 from ._evidence import CALL_REPORT, TestViewer, async_evidence, failed, sync_evidence
@@ -294,26 +295,34 @@ def _stagehand_async_page(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue("_stagehand_own_page")
 
 
-@pytest.fixture(scope="session")
-def stagehand_sync_browser() -> Iterator[Any]:
-    """A headless Chromium for the whole session (sync Playwright) for ``stagehand_sync``."""
-    from playwright.sync_api import sync_playwright
+@pytest.fixture
+def stagehand_sync_browser(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A headless Chromium (sync Playwright) for ``stagehand_sync``: kept from one sync test to the
+    next, stopped before an async test and at the end of the session (see ``_browsers``)."""
+    chromium = request.config.stash.setdefault(SYNC_CHROMIUM, SyncChromium())
+    yield chromium.browser()
+    if chromium.stop_after:  # before the session's async fixtures end, or the next test's loop starts
+        chromium.stop()
 
-    from ..browser._chromium import DEFAULT_CHROMIUM_ARGS, find_chromium
 
-    playwright = sync_playwright().start()
-    try:
-        try:
-            bundled = playwright.chromium.executable_path
-        except Exception:  # no Playwright browser installed: the system one is fine
-            bundled = None
-        browser = playwright.chromium.launch(
-            executable_path=find_chromium(None, playwright_path=bundled), headless=True, args=list(DEFAULT_CHROMIUM_ARGS)
-        )
-        yield browser
-        browser.close()
-    finally:
-        playwright.stop()
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    chromium = item.config.stash.get(SYNC_CHROMIUM, None)
+    if chromium is not None and runs_on_a_loop(item):
+        chromium.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    chromium = item.config.stash.get(SYNC_CHROMIUM, None)
+    if chromium is not None:
+        chromium.stop_after = nextitem is None or runs_on_a_loop(nextitem)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    chromium = session.config.stash.get(SYNC_CHROMIUM, None)
+    if chromium is not None:
+        chromium.stop()
 
 
 @pytest.fixture

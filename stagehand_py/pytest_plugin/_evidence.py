@@ -1,5 +1,6 @@
 """Failure evidence: a failed test's outline, model calls (secret values redacted) and
-screenshot saved under the artifacts folder, and a summary added to its report."""
+screenshot (every field holding a secret value masked) saved under the artifacts folder, and a
+summary added to its report."""
 
 from __future__ import annotations
 
@@ -76,6 +77,14 @@ def _write_evidence(
             indent=2, default=str, ensure_ascii=False)[:_OUTLINE_REPORT_CHARS]))
 
 
+async def _screenshot(page: Any, cfg: StagehandTestConfig) -> bytes:
+    """The whole page, every field holding a variable's value masked (as a model's screenshot is)."""
+    from .._secrets import VariableSet
+    from .._vision import masked_screenshot
+
+    return await masked_screenshot(page, VariableSet.of(cfg.variables), full_page=True, timeout=15_000)
+
+
 def failed(item: pytest.Item) -> bool:
     report = item.stash.get(CALL_REPORT, None)
     return report is not None and report.failed
@@ -89,7 +98,7 @@ async def async_evidence(item: pytest.Item, cfg: StagehandTestConfig, sh: Any, c
     except Exception as exc:  # evidence is best effort: the test already failed for its own reason
         problems.append(f"outline ({type(exc).__name__}: {exc})")
     try:
-        screenshot = await sh.page.screenshot(full_page=True, timeout=15_000)
+        screenshot = await _screenshot(sh.page, cfg)
     except Exception as exc:
         problems.append(f"screenshot ({type(exc).__name__}: {exc})")
     _write_evidence(item, cfg, outline=outline, screenshot=screenshot, calls=calls, problems=problems)
@@ -103,7 +112,9 @@ def sync_evidence(item: pytest.Item, cfg: StagehandTestConfig, sh: Any, calls: l
     except Exception as exc:
         problems.append(f"outline ({type(exc).__name__}: {exc})")
     try:
-        screenshot = sh.page.screenshot(full_page=True, timeout=15_000)
+        from .._sync_bridge import async_view, run_sync
+
+        screenshot = run_sync(sh.page, _screenshot(async_view(sh.page), cfg))
     except Exception as exc:
         problems.append(f"screenshot ({type(exc).__name__}: {exc})")
     _write_evidence(item, cfg, outline=outline, screenshot=screenshot, calls=calls, problems=problems)

@@ -120,7 +120,8 @@ async def test_the_agent_runs_on_any_driver(page, server) -> None:
     result = await agent.execute("Fill in the user name", variables={"user": "ada"}, max_steps=5)
     assert result.status == "done", result.message
     assert await page.input_value("#username") == "ada"
-    assert driver.calls.count("snapshot") == 3 and "act" in driver.calls and "extract" in driver.calls
+    # a capture per step, and one read of where the run ended (its recording's end state)
+    assert driver.calls.count("snapshot") == 4 and "act" in driver.calls and "extract" in driver.calls
     assert [s.tool for s in result.steps] == ["act", "extract", "done"]
     tool = next(t for t in agent._user_tools if t.name == "which_driver")
     assert isinstance(tool, Tool) and tool.browser  # a browser tool: it receives the driver

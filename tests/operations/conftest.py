@@ -7,8 +7,11 @@ a Playwright driver per test is a Node process per test, which nothing here is a
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import pytest_asyncio
+from _browser import new_stagehand_of_kind
 
 from stagehand_py import Stagehand
 
@@ -35,3 +38,12 @@ async def make_stagehand(page_path, context, pw):
     yield make
     for stagehand in made:
         await stagehand.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def make_stagehand_beside(page_path, context, launched_stagehand):
+    """``make_stagehand``, but a launched Stagehand's page is a context of its own in the session's
+    launched Chromium (``_browser.stagehand_beside``), not a Chromium of its own: for tests that are
+    not about launching."""
+    async with contextlib.AsyncExitStack() as made:
+        yield lambda **options: new_stagehand_of_kind(made, page_path, context, launched_stagehand, **options)

@@ -4,7 +4,9 @@
   itself, counts as empty (like an empty required field): the page is read again as it changes.
 - For an optional or nullable field the model may say "not on the page": the library returns
   None, never '' (and no made-up value).
-- A URL field takes only the page's own links (by id or exact URL); anything else is re-asked.
+- A URL field takes only the page's own links (by id or exact URL); a link's name is that link
+  when the page's links so named all go to one URL; anything else is re-asked (a name that
+  several links share with their ids).
 """
 
 from __future__ import annotations
@@ -96,11 +98,9 @@ async def test_optional_and_nullable_fields_answered_blank_come_back_as_none(mak
     assert await sh2.extract("the title and the ISBN", schema=schema) == {"title": "Dune"}
 
 
-# A made-up URL, and the link's name: an act may take an element named by its line's text, a URL
-# field may not (a name is not a link's id; a number or name could name another link).
-@pytest.mark.parametrize("first", ["https://shop.example.com/dune", "Reviews"])
-async def test_a_url_field_takes_only_the_pages_own_links_and_re_asks_otherwise(make_stagehand, server, first):
-    given = iter([first, "{reviews}"])
+# A made-up URL is re-asked: a URL field takes only the page's own links.
+async def test_a_url_field_takes_only_the_pages_own_links_and_re_asks_otherwise(make_stagehand, server):
+    given = iter(["https://shop.example.com/dune", "{reviews}"])
 
     def model(request: LLMRequest) -> dict[str, object]:
         link = next(given).format(reviews=find_id(request, "link: Reviews"))
@@ -113,3 +113,34 @@ async def test_a_url_field_takes_only_the_pages_own_links_and_re_asks_otherwise(
         book = await sh.extract("the book's title and reviews link", schema=Book)
     assert len(calls) == 2 and "is not the id of a link" in prompt_text(calls[1].request)
     assert str(book.reviews) == server.url("reviews/dune")
+
+
+TWO_REVIEWS = BOOK_PAGE.replace("</body>", '<footer><a href="/reviews/all">Reviews</a></footer></body>')
+
+
+# The link's name where its id belongs (a real small model answered "Stagehand Docs" so): taken
+# when one link has that name; with two such links (to different URLs) re-asked with their ids.
+@pytest.mark.parametrize("page", ["one link", "two links"])
+async def test_a_link_named_instead_of_its_id_is_that_link_only_when_the_page_has_one(make_stagehand, server, page):
+    given = iter(["Reviews", "{reviews}"])
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        link = next(given).format(reviews=find_id(request, "link: Reviews"))
+        return {"data": {"title": "Dune", "reviews": link}, "instruction_satisfied": True}
+
+    sh = await make_stagehand(model=FunctionLLM(model))
+    html = BOOK_PAGE if page == "one link" else TWO_REVIEWS
+    with server.route("/dune4.html", lambda req: Response.html(html)):
+        await sh.page.goto(server.url("dune4.html"))
+    with capture_requests() as calls:
+        result = await sh.extract("the book's title and reviews link", schema=Book, report=True)
+    assert str(result.data.reviews) == server.url("reviews/dune")
+    (fixed,) = result.repairs
+    assert fixed.kind == "link_name_to_id" and fixed.answered.startswith("$.reviews: 'Reviews'")
+    if page == "one link":
+        assert len(calls) == 1 and fixed.outcome == "corrected" and "the only link so named" in fixed.done
+        return
+    ids = re.findall(r"\[(\d+-\d+)\] link: Reviews", first_user(calls[0].request))
+    reask = prompt_text(calls[1].request)
+    assert len(calls) == 2 and len(ids) == 2 and fixed.outcome == "re-asked"
+    assert f"is the name of 2 links ([{ids[0]}], [{ids[1]}])" in reask and ids[0] in fixed.done and ids[1] in fixed.done

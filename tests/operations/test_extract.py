@@ -202,11 +202,12 @@ async def test_the_answer_is_judged_by_the_schema_once(make_stagehand, server):
     """One model answer, one judgement by the caller's schema: on a page read whole (the check that
     could re-ask is the judgement kept for the result) and on a long page (the merge is judged once,
     the parts not at all)."""
-    sh = await make_stagehand(model=FunctionLLM(lambda r: {"data": {"answer": "42"}, "instruction_satisfied": True}))
+    # Values the pages show: a string found nowhere on the page would be re-asked (test_extract_repairs.py).
+    sh = await make_stagehand(model=FunctionLLM(lambda r: {"data": {"answer": "Products"}, "instruction_satisfied": True}))
     await sh.page.goto(server.url("products.html"))
     Judged.judged.clear()
-    assert await sh.extract("the answer", Judged) == Judged.model_construct(answer="42")
-    assert Judged.judged == ["42"]
+    assert await sh.extract("the answer", Judged) == Judged.model_construct(answer="Products")
+    assert Judged.judged == ["Products"]
 
     asked: list[str] = []
 
@@ -215,7 +216,7 @@ async def test_the_answer_is_judged_by_the_schema_once(make_stagehand, server):
         assert part, "a long page is sent in parts"
         second = len(asked) == 1
         asked.append(part.group(1))
-        return {"data": {"answer": f"part {part.group(1)}"} if second else {}, "instruction_satisfied": second}
+        return {"data": {"answer": f"Entry {part.group(1)}"} if second else {}, "instruction_satisfied": second}
 
     with server.route("/big4.html", lambda req: Response.html(_big_page(300))):
         sh = await make_stagehand(model=FunctionLLM(by_part), token_budget=2_000)
@@ -223,4 +224,4 @@ async def test_the_answer_is_judged_by_the_schema_once(make_stagehand, server):
         Judged.judged.clear()
         with capture_requests() as calls:
             result = await sh.extract("the answer", Judged)
-    assert len(calls) == 2 and result.answer == f"part {asked[1]}" and Judged.judged == [result.answer]
+    assert len(calls) == 2 and result.answer == f"Entry {asked[1]}" and Judged.judged == [result.answer]

@@ -34,6 +34,18 @@ def run(pytester: pytest.Pytester, *args: str, **env: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:playwright", "-p", "no:cacheprovider", *args, timeout=240)
 
 
+def masked(png: Path) -> bool:
+    """True when the screenshot has the mask's box (MASK_COLOR) over a field."""
+    from PIL import Image
+
+    from stagehand_py._vision import MASK_COLOR
+
+    colour = tuple(int(MASK_COLOR[i:i + 2], 16) for i in (1, 3, 5))
+    with Image.open(png) as image:
+        counts = {c: n for n, c in image.convert("RGB").getcolors(1 << 24) or []}
+    return counts.get(colour, 0) > 100
+
+
 def section(output: str, title: str) -> str:
     """The body of the first report section called ``title`` (pytest prints ``--- title ---``)."""
     lines = output.splitlines()
@@ -73,7 +85,7 @@ async def test_isolated_context_same_browser(stagehand, stagehand_config):
 @pytest.mark.stagehand(model=ScriptedLLM([{"answer": "pw is s3cr3t-PW"}]),
                        variables={"password": {"value": "s3cr3t-PW", "description": "the password"}})
 async def test_fails_with_evidence(stagehand):
-    await stagehand.page.set_content("<h1>Evidence page</h1><input aria-label='Password' type='password'>")
+    await stagehand.page.set_content("<h1>Evidence page</h1><input aria-label='Password' value='s3cr3t-PW'>")
     client = LLMClient(ScriptedLLM([{"answer": "pw is s3cr3t-PW"}]))
     await client.generate([UserMessage([TextPart(text="type s3cr3t-PW please")])], purpose="act",
                           output={"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
@@ -94,6 +106,7 @@ def test_async_fixture_self_launched_options_isolation_evidence_and_blocking(pyt
     assert sorted(p.name for p in folder.iterdir()) == ["model_calls.json", "outline.txt", "run.html", "screenshot.png"]
     assert "Evidence page" in (folder / "outline.txt").read_text()
     assert (folder / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert masked(folder / "screenshot.png")  # the field showing the secret, boxed over
     calls_text = (folder / "model_calls.json").read_text()
     calls = json.loads(calls_text)
     assert len(calls) == 1 and calls[0]["request"]["purpose"] == "act"
@@ -182,9 +195,10 @@ def test_sync_page(stagehand_sync):
     assert "Sync hello" in stagehand_sync.snapshot().tree
     SEEN.append(stagehand_sync.page.context)
 
+@pytest.mark.stagehand(variables={"pin": "s3cr3t-PIN"})
 def test_sync_fails_with_evidence(stagehand_sync):
     assert stagehand_sync.page.context is not SEEN[0]
-    stagehand_sync.page.set_content("<h1>Sync evidence</h1>")
+    stagehand_sync.page.set_content("<h1>Sync evidence</h1><input aria-label='PIN' value='s3cr3t-PIN'>")
     assert False
 '''
 
@@ -198,13 +212,22 @@ def browser_type_launch_args():
 '''
 
 
+AN_ASYNC_TEST_AFTER = '''
+async def test_async_after_sync(stagehand):
+    await stagehand.page.set_content("<h1>Async after sync</h1>")
+    assert "Async after sync" in (await stagehand.snapshot()).tree
+'''
+
+
 def test_sync_fixture_self_launched(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_sync=SYNC_TESTS)
+    # An async test after the sync ones, in the same session: sync Playwright's loop must be gone by then (and
+    # before the session's async fixtures end), or pytest-asyncio cannot run its own.
+    pytester.makepyfile(test_sync=SYNC_TESTS, test_then_async=AN_ASYNC_TEST_AFTER)
     result = run(pytester)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)
     folder = pytester.path / "stagehand-artifacts" / "test_sync.py__test_sync_fails_with_evidence"
     assert "Sync evidence" in (folder / "outline.txt").read_text()
-    assert (folder / "screenshot.png").read_bytes()[:4] == b"\x89PNG"
+    assert (folder / "screenshot.png").read_bytes()[:4] == b"\x89PNG" and masked(folder / "screenshot.png")
     assert '<section class="step failed"' in (folder / "run.html").read_text()  # the sync fixture's run viewer
 
 

@@ -7,7 +7,7 @@ import asyncio
 from playwright.async_api import async_playwright
 from pydantic import BaseModel
 
-from stagehand_py import Action, ActResult, AgentResult, Snapshot, Stagehand, StagehandError
+from stagehand_py import Action, ActResult, AgentResult, ExtractResult, Snapshot, Stagehand, StagehandError
 from stagehand_py.agent import AgentConfig, Driver
 from stagehand_py.llm import AssistantMessage, LLMClient, SystemMessage, TextPart, UserMessage
 from stagehand_py.testing import FunctionLLM
@@ -39,6 +39,8 @@ async def main() -> None:
             print(result.success)
         book: Book = await sh.extract("the book", schema=Book)
         print(book.title)
+        report: ExtractResult[Book] = await sh.extract("the book", schema=Book, report=True)
+        print(report.data.year, report.generated, [(v.path, v.line) for v in report.values])
         driver: Driver = sh  # what the agent needs from the browser; a Stagehand is one
         print(driver.page.url)
         agent = sh.agent(mode="dom", allowed_domains=["example.com"], expected_items=3)

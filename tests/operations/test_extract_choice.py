@@ -1,0 +1,212 @@
+"""Choice-mode extract (issue 37): the model answers each field with a page line, and the library
+reads the value from it: a number parsed, a URL from the url map, a string as written.
+
+Each page (a table, a facet list, a detail page: tests/assets/extract) is extracted on both page
+kinds by the same scripted "small model": it means the right values but miscopies one when it
+writes it (a dropped digit, a changed letter, as the embedded 1.5B model does). In choice mode its
+copy is held to the answers the schema offers (a grammar's enum: the constrained decoder follows
+the model's text while an answer starts that way), so the value read from the line is right; the
+control is the plain schema on the same page and model, where the miscopied value comes back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from _extract_pages import GENERATED, PAGES, ExtractPage, leaves, with_urls
+from _server import Response
+
+from stagehand_py import ExtractResult, Stagehand
+from stagehand_py._operations._extract_choice import plan_of
+from stagehand_py._prompts.extract import NOT_ON_PAGE
+from stagehand_py.llm import LLMRequest
+from stagehand_py.testing import FunctionLLM, capture_requests
+
+from ._ops import first_user, prompt_text, request_tokens
+
+#: Per page, what the scripted model miscopies when it writes it (path -> what it writes instead).
+MISCOPIED = {"table": {"cities[1].population": "3,878,10", "cities[3].country": "Spian"},
+             "facets": {"total_results": "1,29", "genres[0].count": "1,20"},
+             "detail": {"pages": "41", "author": "Frank Herbet"}}
+
+
+def _node(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node and not node["$ref"].endswith("_line"):
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _constrained(written: str, answers: list[str]) -> str:
+    """What a grammar-bound decoder makes of ``written``: the offered answer that shares the
+    longest start with it (it follows the model while an answer starts that way)."""
+    def shared(answer: str) -> int:
+        return next((i for i, (a, b) in enumerate(zip(answer, written, strict=False)) if a != b), len(answer))
+
+    return max(answers, key=shared)
+
+
+def small_model(meant: dict[str, Any], miscopied: dict[str, str], seen: list[LLMRequest]) -> FunctionLLM:
+    """The scripted small model of the module docstring, in either mode."""
+
+    def answer(request: LLMRequest) -> dict[str, Any]:
+        seen.append(request)
+        schema = request.output_schema
+        outline = first_user(request)
+
+        def fill(value: Any, node: dict[str, Any], path: str) -> Any:
+            node = _node(schema, node)
+            if isinstance(value, dict):
+                return {k: fill(v, node["properties"][k], f"{path}.{k}".lstrip(".")) for k, v in value.items()}
+            if isinstance(value, list):
+                return [fill(v, node["items"], f"{path}[{i}]") for i, v in enumerate(value)]
+            written = miscopied.get(path, value)
+            if "$ref" in node:  # choice mode: a line kind's answers
+                answers = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]["enum"]
+                return NOT_ON_PAGE if written is None else _constrained(f"{written} [", answers)
+            if written is None:
+                return None
+            if "id of the link" in node.get("description", ""):
+                return re.search(rf"\[(\d+-\d+)\] link: {re.escape(written)}\n", outline).group(1)
+            if node.get("type") == "integer":
+                return int(re.sub(r"\D", "", written))
+            return written
+
+        return {"data": fill(meant, schema["properties"]["data"], ""), "instruction_satisfied": True}
+
+    return FunctionLLM(answer)
+
+
+@pytest.mark.parametrize("mode", ["choice", "schema"])
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+async def test_values_are_read_from_the_lines_the_model_chose(make_stagehand_beside, server, page: ExtractPage, mode):
+    miscopied = MISCOPIED[page.name]
+    seen: list[LLMRequest] = []
+    sh: Stagehand = await make_stagehand_beside(model=small_model(page.written, miscopied, seen),
+                                                llm_options={"choice_mode": mode == "choice"})
+    await sh.page.goto(server.url(page.file))
+    result: ExtractResult[Any] = await sh.extract(page.instruction, schema=page.schema, report=True)
+    got = result.data.model_dump(mode="json")
+    expected = with_urls(page.data, server.prefix)
+    assert result.mode == mode and result.calls == 1
+    if mode == "schema":  # the control: the model's miscopies come back as data
+        assert got != expected and result.values == []
+        for path in miscopied:
+            assert str(_at(got, path)).replace(",", "") == miscopied[path].replace(",", "")
+        # A miscopied string is nowhere on the page: re-asked once (the field is required), then kept.
+        strings = [path for path in miscopied if isinstance(_at(got, path), str)]
+        assert len(seen) == 1 + bool(strings)
+        assert [r.answered.split(":")[0] for r in result.repairs if r.kind == "value_not_on_page"] == [
+            f"$.{path}" for path in strings for _ in range(2)]
+        return
+    assert len(seen) == 1
+    assert got == expected
+    # Where each value was read: the line the model chose, the element the page shows it in.
+    snapshot = await sh.snapshot()
+    by_path = {v.path: v for v in result.values}
+    for path, value in leaves(page.written):
+        if value is None:
+            assert f"$.{path}" not in by_path  # "not on the page": nothing was read
+            continue
+        read = by_path[f"$.{path}"]
+        if path in GENERATED:  # asks for words: written by the model, and said so
+            assert read.source == "generated" and result.generated == ["$.summary"]
+            continue
+        element = snapshot.element(read.element_id)
+        assert read.source == "line" and element is not None and value.replace(",", "") in element.name.replace(",", "")
+        assert f"[{read.line}]" in first_user(seen[0])
+    # The prompt shows the page's text lines, not the outline: shorter, and no element ids.
+    lines = first_user(seen[0]).split("(page lines)", 1)[1]
+    assert "[0-" not in lines and "StaticText" not in lines
+    assert request_tokens(seen[0]) < len(snapshot.tree) // 4 + 2_000
+
+
+def _at(data: Any, path: str) -> Any:
+    for key, index in re.findall(r"(\w+)(?:\[(\d+)\])?", path):
+        data = data[key] if not index else data[key][int(index)]
+    return data
+
+
+def _enum(request: LLMRequest, kind: str) -> list[str]:
+    return request.output_schema["$defs"][f"{kind}_line"]["enum"]
+
+
+def _table(rows: int) -> str:
+    body = "".join(f"<tr><td>Widget {i}</td><td>${i}.50</td></tr>" for i in range(rows))
+    return (f"<!DOCTYPE html><html><body><h1>Stock</h1><table><thead><tr><th>Item</th><th>Price</th></tr></thead>"
+            f"<tbody>{body}</tbody></table></body></html>")
+
+
+ITEMS = {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {
+    "type": "object", "required": ["name", "price"],
+    "properties": {"name": {"type": "string"}, "price": {"type": "number"}}}}}}
+
+
+async def test_a_long_table_is_read_in_parts_as_lists_of_line_choices(make_stagehand_beside, server):
+    def model(request: LLMRequest) -> dict[str, Any]:
+        names = [a for a in _enum(request, "text") if re.fullmatch(r"Widget \d+ \[\d+\]", a)]
+        prices = {a.rsplit(" [", 1)[1]: a for a in _enum(request, "number") if a != NOT_ON_PAGE}
+        rows = [{"name": name, "price": prices[f"{int(name.split()[2][1:-1]) + 1}]"]} for name in names]
+        return {"data": {"items": rows}, "instruction_satisfied": False}  # cautious: every part is read
+
+    budget = 3_000
+    sh = await make_stagehand_beside(model=FunctionLLM(model), token_budget=budget, llm_options={"choice_mode": True})
+    with server.route("/stock-choice.html", lambda req: Response.html(_table(150))):
+        await sh.page.goto(server.url("stock-choice.html"))
+    with capture_requests() as calls:
+        result = await sh.extract("every item and its price", ITEMS, report=True)
+    assert len(calls) > 2 and max(request_tokens(c.request) for c in calls) <= budget
+    assert result.data == {"items": [{"name": f"Widget {i}", "price": i + 0.5} for i in range(150)]}
+    # Merged in page order, each value still names the line (and element) it was read from.
+    snapshot = await sh.snapshot()
+    names = {e.name: e.id for e in snapshot.elements if e.role == "cell"}
+    read = {v.path: v for v in result.values}
+    for i in (0, 77, 149):
+        assert read[f"$.items[{i}].name"].element_id == names[f"Widget {i}"]
+        assert read[f"$.items[{i}].price"].element_id == names[f"${i}.50"]
+    assert [read[f"$.items[{i}].name"].line for i in range(150)] == sorted(read[f"$.items[{i}].name"].line for i in range(150))
+
+
+async def test_not_on_the_page_is_null_left_out_or_re_asked_as_the_schema_says(make_stagehand_beside, server):
+    schema = {"type": "object", "required": ["title", "pages"], "properties": {
+        "title": {"type": "string"}, "isbn13": {"type": "string"}, "edition": {"type": ["string", "null"]},
+        "pages": {"type": "integer"}, "in_print": {"type": "boolean"}, "format": {"enum": ["paperback", "hardback"]}}}
+    answers = iter([NOT_ON_PAGE, "412 [8]"])
+
+    def model(request: LLMRequest) -> dict[str, Any]:
+        # Not on the page: the ISBN-13 (optional: left out), the edition (nullable: null), the page
+        # count (required: re-asked, then found). A yes/no and one of the schema's values are answered.
+        assert request.output_schema["properties"]["data"]["properties"]["format"] == schema["properties"]["format"]
+        return {"data": {"title": "Dune [5]", "isbn13": NOT_ON_PAGE, "edition": NOT_ON_PAGE, "pages": next(answers),
+                         "in_print": True, "format": "hardback"}, "instruction_satisfied": True}
+
+    sh = await make_stagehand_beside(model=FunctionLLM(model), llm_options={"choice_mode": True})
+    await sh.page.goto(server.url("extract/book.html"))
+    with capture_requests() as calls:
+        result = await sh.extract("the book's details", schema, report=True)
+    assert len(calls) == 2 and "$.data.pages" in prompt_text(calls[1].request)
+    assert result.data == {"title": "Dune", "edition": None, "pages": 412, "in_print": True, "format": "hardback"}
+    assert {v.path: v.source for v in result.values} == {"$.title": "line", "$.pages": "line", "$.in_print": "answered",
+                                                         "$.format": "answered"}
+    assert result.dropped == [] and result.repairs == []  # "not on the page" is an answer, not a repair
+
+
+def test_a_schema_choice_mode_cannot_follow_is_asked_as_the_plain_schema() -> None:
+    tree = {"$defs": {"Node": {"type": "object", "properties": {"name": {"type": "string"},
+                                                                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
+            "$ref": "#/$defs/Node"}
+    assert plan_of(tree) is None  # recursive
+    assert plan_of({"type": "object", "properties": {"ok": {"type": "boolean"}}}) is None  # nothing read from lines
+    assert plan_of(ITEMS) is not None
+
+
+async def test_an_instruction_without_a_schema_is_answered_in_words_and_said_so(make_stagehand_beside, server):
+    sh = await make_stagehand_beside(model=FunctionLLM(lambda r: {"data": {"extraction": "Dune, by Frank Herbert"},
+                                                           "instruction_satisfied": True}),
+                              llm_options={"choice_mode": True})
+    await sh.page.goto(server.url("extract/book.html"))
+    result = await sh.extract("who wrote this book?", report=True)
+    assert result.data == {"extraction": "Dune, by Frank Herbert"} and result.mode == "text"
+    assert result.generated == ["$.extraction"]
+    assert await sh.extract() == {"page_text": (await sh.snapshot()).tree}
