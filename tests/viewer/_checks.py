@@ -13,10 +13,12 @@ from the live page (or, for a run in another process, from the same page opened 
 
 from __future__ import annotations
 
+import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
-from _canary import ENCODINGS, found_in
+from _canary import CANARY, ENCODINGS, found_in
 
 #: Fields at fixed places; the button writes back what was typed (upper-cased, URL-encoded, base64)
 #: into the page, so an outline that was not redacted would show the secret.
@@ -87,5 +89,57 @@ async def check_run_html(browser: Any, path: Path, *, steps: int,
         got, want = step["boxes"][0], rects[word]
         assert all(abs(a - b) <= TOLERANCE for a, b in zip(got, want, strict=True)), (step["title"], got, want)
     assert boxed >= len(ELEMENTS), f"too few boxed steps: {seen['steps']}"
-    assert found_in(path.parent) == dict.fromkeys(ENCODINGS, 0)
+    counts = found_in(path.parent)
+    assert counts == dict.fromkeys(ENCODINGS, 0), f"the canary beside {path}: {counts}"
     return [step["title"] for step in seen["steps"]]
+
+
+#: A scratch project's tests for the pytest plugin: both sign in with three acts (given Actions: no
+#: model reads the page), one then fails its assertion.
+PLUGIN_TESTS = f'''
+import pytest
+from stagehand_py import Action
+from stagehand_py.testing import ScriptedLLM
+
+SIGN_IN = {SIGN_IN!r}
+VARIABLES = {{"user": "ada", "pw": {CANARY!r}}}
+
+async def sign_in(stagehand):
+    await stagehand.page.set_content(SIGN_IN)
+    for selector, argument, name in (("#u", "%user%", "textbox: Username"), ("#p", "%pw%", "textbox: Password")):
+        await stagehand.act(Action(selector=selector, method="fill", arguments=[argument], description=name),
+                            variables=VARIABLES)
+    await stagehand.act(Action(selector="#go", method="click", description="button: Sign in"))
+
+@pytest.mark.stagehand(model=ScriptedLLM([]), variables=VARIABLES)
+async def test_signs_in_then_fails(stagehand):
+    await sign_in(stagehand)
+    assert "Welcome back" in await stagehand.page.inner_text("#msg"), "the page did not welcome us back"
+
+@pytest.mark.stagehand(model=ScriptedLLM([]), variables=VARIABLES)
+async def test_signs_in(stagehand):
+    await sign_in(stagehand)
+'''
+
+
+async def check_failed_test_folder(browser: Any, artifacts: Path, output: str) -> None:
+    """What :data:`PLUGIN_TESTS` (saved as ``test_flow.py``, run with ``--stagehand-tracing
+    retain-on-failure``) left in ``artifacts``: the failed test's ``run.html`` (checked as
+    :func:`check_run_html` does, four steps: three acts and the failure) and its scrubbed trace
+    with our verbs as groups; nothing for the passing test; the report's commands to open both."""
+    folder = artifacts / "test_flow.py__test_signs_in_then_fails"
+    assert sorted(p.name for p in folder.iterdir()) == ["model_calls.json", "outline.txt", "run.html", "screenshot.png",
+                                                         "trace.zip"]
+    assert not (artifacts / "test_flow.py__test_signs_in").exists()  # a passing test keeps nothing
+    assert f"stagehand-py show {folder}" in output and f"playwright show-trace {folder / 'trace.zip'}" in output
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})  # the plugin's own viewport
+    page = await context.new_page()
+    await page.set_content(SIGN_IN)
+    rects = await rects_of(page)
+    await context.close()
+    titles = await check_run_html(browser, folder / "run.html", steps=4, rects=rects)
+    assert titles[1].startswith('#2 act: fill "%pw%" "textbox: Password"')
+    assert titles[3].startswith("#4 test failed: AssertionError: the page did not welcome us back")
+    with zipfile.ZipFile(folder / "trace.zip") as archive:
+        events = [json.loads(line) for line in archive.read("trace.trace").decode().splitlines() if line.strip()]
+    assert 'act: fill "%pw%" "textbox: Password"' in [e.get("title") for e in events]
