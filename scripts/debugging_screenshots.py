@@ -102,10 +102,10 @@ async def batch_row(site: StaticServer, browser: Any, work: Path) -> Path:
                                                                                         max_steps=6)
         return SampleOutcome(status=result.status, error=None if result.status == "done" else result.message)
 
-    batch = await run_batch([Sample(id="ada", url=site.url("login.html"))], spec=TaskSpec(goal=TASK, trace="on"),
+    batch = await run_batch([Sample(id="signin-1", url=site.url("login.html"))], spec=TaskSpec(goal=TASK, trace="on"),
                             runner=runner, browser=browser, run_dir=work / "batch")
     write_report_html(work / "batch", batch.results, title=TASK)
-    return work / "batch" / "ada"
+    return work / "batch" / "signin-1"
 
 
 def plugin_test(site: StaticServer, work: Path) -> Path:
