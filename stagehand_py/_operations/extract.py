@@ -246,11 +246,12 @@ def _choice_question(ctx: OperationContext, target: _Target, plan: Plan, lines: 
                      chunk: OutlineChunk, prompt: Any) -> Question[_PartAnswer] | None:
     """The choice-mode question about ``chunk``: its lines, and every answer each field may give
     about them (fewer parts of lines when the request would not fit the budget); None when the
-    chunk holds no line of text."""
+    chunk holds no line of text and others do (a page with none is asked once: "not on the page"
+    is still an answer, and the model still answers what no line holds)."""
     ids = {line.element_id for line in lines}
     held = {element.id for element in parse_outline(chunk.text) if element.id in ids}
     shown = [line for line in lines if line.element_id in held]
-    if not shown:
+    if not shown and lines:
         return None
     fence = page_fence(ctx.page, chunk.text)  # the fence ask_part uses: answers neutralised as the lines are
     text = "\n".join(line.shown for line in shown)

@@ -1,8 +1,9 @@
 """LLMClient: the one entry point every later layer uses to talk to a model.
 
-It owns what must not differ between call sites: model configuration, structured output and
-its validation with bounded re-asks, transport retries, usage accounting and limits, the
-inference log, redaction, and the test hooks (kill switch, capture, cassettes).
+It owns what must not differ between call sites: structured output and its validation with
+bounded re-asks, transport retries, usage accounting and limits, the inference log and
+redaction. A model string becomes a provider adapter in ``_providers/_factory.py``; the test
+seams (kill switch, capture, cassettes) are wrappers composed around the model (``_hooks.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
@@ -22,7 +23,6 @@ from .._errors import (
     ConfigurationError,
     InvalidArgumentError,
     LLMError,
-    ModelRequestBlockedError,
     OutputValidationError,
     RefusalError,
     StagehandError,
@@ -31,7 +31,7 @@ from .._prompts.llm import reask_message
 from .._secrets import Redactor
 from .._usage import Metrics, Usage, UsageLimits
 from ..tracing._spans import traced_model_request
-from ._hooks import BLOCK_ENV_VAR, CapturedCall, active_transport, capture_sinks, model_requests_blocked
+from ._hooks import AtCassette, Capture, KillSwitch, is_test_double
 from ._inference_log import InferenceLog
 from ._messages import (
     AssistantMessage,
@@ -40,29 +40,18 @@ from ._messages import (
     coerce_messages,
 )
 from ._pricing import USER_PRICE_SOURCE, ModelPrice, price_with_source
-from ._profiles import OutputMode, Profile, Timing, default_profile
-from ._providers._common import HTTPProviderModel, env_var_for, key_env_vars
-from ._providers._local import LocalModel
+from ._profiles import OutputMode, Profile, Timing
+from ._providers._factory import AzureTokenProvider, resolve_model
 from ._request import LanguageModel, LLMRequest, ModelResponse, ProviderTool, estimate_input_tokens
 from ._retry import RetryPolicy, call_with_retries
 from ._structured import InvalidOutput, OutputSpec
 
-__all__ = ["LLMClient", "GenerateResult", "resolve_model"]
+__all__ = ["LLMClient", "GenerateResult"]
 
 logger = logging.getLogger("stagehand_py")
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
-
-_PROVIDERS = ("openai", "anthropic", "google", "azure", "local")
-
-#: Azure's endpoint and API version, when not passed: the names Microsoft's docs and the openai SDK use.
-AZURE_ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
-AZURE_API_VERSION_ENV = "OPENAI_API_VERSION"
-
-#: Returns an Entra ID (Azure AD) bearer token; called before every Azure request.
-AzureTokenProvider = Callable[[], "str | Awaitable[str]"]
-
 
 @dataclass(frozen=True)
 class GenerateResult(Generic[T]):
@@ -81,105 +70,20 @@ class GenerateResult(Generic[T]):
     raw: str | None = None
 
 
-def resolve_model(
-    model: str,
-    *,
-    api_key: str | None,
-    base_url: str | None,
-    timeout: float | None,
-    profile: Profile | None,
-    output_mode: OutputMode | None,
-    http_client: httpx2.AsyncClient | None,
-    env: Mapping[str, str] | None = None,
-    api_version: str | None = None,
-    azure_ad_token_provider: AzureTokenProvider | None = None,
-) -> HTTPProviderModel | LocalModel:
-    """Turn ``"provider/model"`` plus options into a provider adapter: the one place a model
-    string's provider prefix is read.
+class _Step:
+    """A client's own part of one request, as the model its test seams wrap."""
 
-    Keys are read here, once per client, from the argument or the provider's usual env var;
-    nothing is stored globally.
-    """
-    environ = os.environ if env is None else env
-    provider, sep, name = model.partition("/")
-    if not sep or not name or provider not in _PROVIDERS:
-        raise ConfigurationError(
-            f"model {model!r} is not '<provider>/<model name>' with a provider of {', '.join(_PROVIDERS)}. "
-            "Examples: 'openai/gpt-4.1-mini', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash', "
-            "'azure/<your deployment name>', 'local/<file>.gguf' (in-process "
-            "llama.cpp); for an OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio) use "
-            "'openai/<its model name>' with base_url=."
-        )
-    chosen = profile or default_profile(provider, name, base_url=base_url)
-    if output_mode is not None:
-        chosen = chosen.model_copy(update={"output_mode": output_mode})
-    if provider == "local":
-        if api_key is not None or base_url is not None or http_client is not None:
-            raise ConfigurationError(
-                f"{model!r} runs in this process: api_key=, base_url= and http_client= do not apply. For a "
-                "llama.cpp server use 'openai/<name>' with base_url= and profile=llama_cpp_server_profile()."
-            )
-        return LocalModel(name, profile=chosen, timeout=timeout)
-    if provider != "azure" and (api_version is not None or azure_ad_token_provider is not None):
-        raise ConfigurationError(
-            f"api_version= and azure_ad_token_provider= configure 'azure/<deployment>' models only, not {model!r}."
-        )
-    if provider == "azure":
-        return _azure_model(name, api_key=api_key, endpoint=base_url, api_version=api_version,
-                            token_provider=azure_ad_token_provider, timeout=timeout, profile=chosen,
-                            http_client=http_client, environ=environ)
-    key = api_key or next((environ[v] for v in key_env_vars(provider) if environ.get(v)), None)
-    if not key:
-        if base_url is None:
-            raise ConfigurationError(
-                f"no API key for {model!r}: pass api_key= or set the {' or '.join(key_env_vars(provider))} "
-                "environment variable"
-                + ("; for a local OpenAI-compatible server pass base_url= (e.g. 'http://localhost:11434/v1')."
-                   if provider == "openai" else ".")
-            )
-        key = "not-needed"  # local servers ignore it, the SDKs insist on one
-    # Imported here: each SDK takes a second or more to import, and a user of one provider
-    # (or of a test double) should not pay for the other.
-    cls: type[HTTPProviderModel]
-    if provider == "openai":
-        from ._providers._openai import OpenAIChatModel as cls
-    elif provider == "google":
-        try:
-            from ._providers._google import GoogleModel as cls
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"{model!r} needs Google's SDK, which is not installed ({exc}): pip install 'stagehand_py[google]' "
-                "(or pip install google-genai)."
-            ) from exc
-    else:
-        from ._providers._anthropic import AnthropicModel as cls
-    return cls(name, api_key=key, base_url=base_url, timeout=timeout, profile=chosen, http_client=http_client)
+    def __init__(self, client: LLMClient, redactor: Redactor) -> None:
+        self._client = client
+        self._redactor = redactor
+        self.model_name = client.model_name
 
+    @property
+    def is_test_double(self) -> bool:
+        return is_test_double(self._client.model)
 
-def _azure_model(
-    deployment: str, *, api_key: str | None, endpoint: str | None, api_version: str | None,
-    token_provider: AzureTokenProvider | None, timeout: float | None, profile: Profile,
-    http_client: httpx2.AsyncClient | None, environ: Mapping[str, str],
-) -> HTTPProviderModel:
-    """``azure/<deployment>``: the endpoint (``base_url=``), API version and key or token provider."""
-    endpoint = endpoint or environ.get(AZURE_ENDPOINT_ENV)
-    api_version = api_version or environ.get(AZURE_API_VERSION_ENV)
-    missing = [what for what, value in ((f"base_url= (your resource's endpoint, e.g. "
-                                         f"'https://<resource>.openai.azure.com') or {AZURE_ENDPOINT_ENV}", endpoint),
-                                        (f"api_version= (e.g. '2024-10-21') or {AZURE_API_VERSION_ENV}", api_version))
-               if not value]
-    if api_key is not None and token_provider is not None:
-        raise ConfigurationError(f"azure/{deployment}: pass api_key= or azure_ad_token_provider=, not both.")
-    key = api_key if token_provider is not None or api_key else environ.get(env_var_for("azure"))
-    if not key and token_provider is None:
-        missing.append(f"api_key= or {env_var_for('azure')}, or azure_ad_token_provider= (Entra ID)")
-    if missing:
-        raise ConfigurationError(f"azure/{deployment} needs " + "; ".join(missing) + ".")
-    assert endpoint is not None and api_version is not None
-    from ._providers._azure import AzureOpenAIModel
-
-    return AzureOpenAIModel(deployment, api_key=key or "", endpoint=endpoint, api_version=api_version,
-                            token_provider=token_provider, timeout=timeout, profile=profile, http_client=http_client)
+    async def request(self, request: LLMRequest) -> ModelResponse:
+        return await self._client._answer(request, self._redactor)
 
 
 class LLMClient:
@@ -265,6 +169,8 @@ class LLMClient:
         self._temperature = temperature
         self._choice_mode = choice_mode
         self._metrics = Metrics()
+        # Every transport attempt passes the cassette seam (a no-op unless a cassette is active).
+        self._attempt_model: LanguageModel = AtCassette(self._model, label=self._model_label)
 
     def __repr__(self) -> str:
         return f"LLMClient({self._model_label!r})"
@@ -481,37 +387,23 @@ class LLMClient:
         return response
 
     async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
-        """One answer from the model: limits, kill switch, retries, capture, usage, log."""
+        """One answer from the model: the usage limits, then the test seams around this client's
+        own step (:meth:`_answer`). Composed per call, because the step redacts with the call's secrets."""
         if self._limits is not None:
             estimate = estimate_input_tokens(request)
             self._limits.check_before(
                 self._metrics.total, next_input_estimate=estimate,
                 next_cost_estimate=None if self._price is None else self._price.cost(input_tokens=estimate, output_tokens=0),
             )
-        model = self._model
-        transport = active_transport.get()
-        replaying = bool(getattr(transport, "replaying", False))
-        if not getattr(model, "is_test_double", False) and not replaying and model_requests_blocked():
-            raise ModelRequestBlockedError(
-                f"a real model request to {self._model_label} (purpose {request.purpose!r}) was blocked: "
-                f"block_model_requests() is active or {BLOCK_ENV_VAR} is set. Use FunctionLLM or "
-                "ScriptedLLM from stagehand_py.testing, or replay a cassette."
-            )
-        captured = CapturedCall(request=request, model=self._model_label)
-        for sink in capture_sinks.get():
-            sink.append(captured)
+        step = _Step(self, redactor)
+        return await KillSwitch(Capture(step, label=self._model_label), label=self._model_label).request(request)
 
-        cassette = active_transport.get()
-        at_model_boundary = (cassette is not None and not getattr(model, "is_test_double", False)
-                             and not getattr(model, "records_over_http", False))
+    async def _answer(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
+        """Retries of traced attempts (each through the cassette seam), then usage, metrics, the log."""
+        model = self._attempt_model
 
         async def once() -> ModelResponse:
             try:
-                if at_model_boundary:
-                    # In-process and custom models have no HTTP to record: the cassette keeps
-                    # their answers, keyed by the (redacted) request.
-                    answered: ModelResponse = await cassette.answer(request, model)
-                    return answered
                 return await model.request(request)
             except StagehandError:
                 raise
@@ -528,9 +420,8 @@ class LLMClient:
                 describe=f"{self._model_label} {request.purpose} request",
                 on_retry=lambda _exc, _wait: self._metrics.record_retry(),
             )
-        except BaseException as exc:
-            captured.error = exc
-            if self._log is not None and isinstance(exc, Exception):
+        except Exception as exc:
+            if self._log is not None:
                 redactor.exception(exc)
                 await self._log.write(model=self._model_label, request=request, response=None, error=exc, redactor=redactor)
             raise
@@ -546,12 +437,10 @@ class LLMClient:
             "cost_source": self._cost_source_of(response.usage),
         })
         response = response.model_copy(update={"usage": usage})
-        captured.response = response
         self._metrics.record(request.purpose, usage)
         if self._log is not None:
             await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
         return response
-
 
     def _cost_of(self, usage: Usage) -> float | None:
         # A model object that reports its own bill (set cost_usd explicitly) is believed unless

@@ -210,3 +210,15 @@ async def test_an_instruction_without_a_schema_is_answered_in_words_and_said_so(
     assert result.data == {"extraction": "Dune, by Frank Herbert"} and result.mode == "text"
     assert result.generated == ["$.extraction"]
     assert await sh.extract() == {"page_text": (await sh.snapshot()).tree}
+
+
+async def test_a_page_without_text_is_asked_once_with_no_lines(make_stagehand_beside, server):
+    sh = await make_stagehand_beside(model=FunctionLLM(lambda r: {"data": {"title": NOT_ON_PAGE, "in_print": False},
+                                                                 "instruction_satisfied": True}),
+                                     llm_options={"choice_mode": True})
+    with server.route("/blank-choice.html", lambda req: Response.html("<!DOCTYPE html><main><div></div></main>")):
+        await sh.page.goto(server.url("blank-choice.html"))
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "in_print": {"type": "boolean"}}}
+    with capture_requests() as calls:
+        assert await sh.extract("the title", schema) == {"in_print": False}
+    assert len(calls) == 1 and _enum(calls[0].request, "text") == [NOT_ON_PAGE]
