@@ -29,7 +29,7 @@ from ._secrets import VariableSet
 from ._util import page_address
 from .browser._cdp import DirectConnection, PageTargets
 from .llm import LLMClient
-from .snapshot._capture import EngineMemory, FrameOrdinals, capture_snapshot
+from .snapshot._capture import EngineMemory, FrameOrdinals, capture_element, capture_snapshot
 from .snapshot._model import Snapshot
 
 __all__ = ["SNAPSHOT_TIMEOUT", "OperationContext", "PageSession", "PageSessions"]
@@ -68,13 +68,20 @@ class PageSession:
         return self._targets
 
     async def snapshot(self, *, selector: str | None = None, confidence: bool = False,
-                       timeout: float | None = SNAPSHOT_TIMEOUT) -> Snapshot:
-        """This tab as a :class:`Snapshot` (see ``Stagehand.snapshot`` for the options)."""
+                       timeout: float | None = SNAPSHOT_TIMEOUT, alone: bool = False) -> Snapshot:
+        """This tab as a :class:`Snapshot` (see ``Stagehand.snapshot`` for the options). ``alone``
+        (with ``selector``): read only that element when the page was read before (an identity
+        check), not the whole page around it."""
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"snapshot(timeout=...) must be a positive number of seconds or None, got {timeout!r}.")
         try:
             async with asyncio.timeout(timeout):
-                snap = await capture_snapshot(await self.targets(), self.ordinals, memory=self._memory,
+                targets = await self.targets()
+                if alone and selector is not None and not confidence:
+                    found = await capture_element(targets, self.ordinals, memory=self._memory, selector=selector)
+                    if found is not None:
+                        return found  # a part of the page: the viewer keeps the last whole-page read
+                snap = await capture_snapshot(targets, self.ordinals, memory=self._memory,
                                               selector=selector, confidence=confidence)
         except TimeoutError as exc:
             raise StagehandTimeoutError(

@@ -6,6 +6,7 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, TypeVar, Unpack, overload
@@ -457,9 +458,8 @@ class Stagehand:
         """
         instruction = check_instruction("observe", instruction, required=False)
         ctx = self._context("observe", variables, timeout)
-        return await self._run("observe", timeout, lambda: _observe.observe(
-            ctx, instruction, selector=selector,
-            ignore_selectors=list(ignore_selectors), vision=vision,
+        return await self._run("observe", timeout, partial(
+            _observe.observe, ctx, instruction, selector=selector, ignore_selectors=list(ignore_selectors), vision=vision,
         ), instruction=instruction, session=ctx.session)
 
     async def act(
@@ -486,15 +486,15 @@ class Stagehand:
                 raise InvalidArgumentError(
                     f"act(element=...) takes an ElementIdentity(role=..., name=...) with an Action, not "
                     f"{type(element).__name__} with {type(action).__name__}.")
-            self._driven().identities[action.selector] = element
         if isinstance(action, Action):
             ctx = self._context("act", variables, timeout)
-            return await self._act_reporting(ctx, timeout, lambda: _act.act_action(ctx, action), title=action_title(action))
+            return await self._act_reporting(ctx, timeout, partial(_act.act_action, ctx, action, element),
+                                             title=action_title(action))
         if isinstance(action, str):
             instruction = required_instruction("act", action)
             ctx = self._context("act", variables, timeout)
             return await self._act_reporting(
-                ctx, timeout, lambda: _act.act_instruction(ctx, instruction, vision),
+                ctx, timeout, partial(_act.act_instruction, ctx, instruction, vision),
                 instruction=instruction)
         raise InvalidArgumentError(
             f"act() takes an Action (e.g. from observe()) or an instruction string, not {type(action).__name__}."
@@ -542,8 +542,9 @@ class Stagehand:
         """
         instruction, report = check_instruction("extract", instruction, required=False), check_flag("extract", "report", report)
         ctx = self._context("extract", timeout=timeout)
-        result = await self._run("extract", timeout, lambda: _extract.extract(
-            ctx, instruction, schema, selector=selector, screenshot=screenshot), instruction=instruction, session=ctx.session)
+        result = await self._run("extract", timeout, partial(
+            _extract.extract, ctx, instruction, schema, selector=selector, screenshot=screenshot),
+            instruction=instruction, session=ctx.session)
         return result if report else result.data
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
@@ -557,7 +558,7 @@ class Stagehand:
         """
         checked = required_instruction("expect", claim)
         ctx = self._context("expect", timeout=timeout)
-        verdict = await self._run("expect", timeout, lambda: _expect.expect(ctx, checked, screenshot=screenshot),
+        verdict = await self._run("expect", timeout, partial(_expect.expect, ctx, checked, screenshot=screenshot),
                                   instruction=checked, session=ctx.session)
         under_pytest = "PYTEST_CURRENT_TEST" in os.environ
         if not verdict.passed and (raise_on_failure if raise_on_failure is not None else under_pytest):

@@ -26,6 +26,7 @@ from .._util import xpath_literal
 from ._js import load_js
 
 __all__ = [
+    "Dispatches",
     "KNOWN_METHODS",
     "METHODS",
     "MethodCall",
@@ -67,6 +68,17 @@ def normalize_method(method: str) -> str:
     return _ALIASES.get(name, name)
 
 
+class Dispatches:
+    """What one verb sent to the page, in order (``"<method> on <selector>"``): from the moment an
+    action is sent it may have taken effect, so it is never run again."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def note(self, what: str) -> None:
+        self.sent.append(what)
+
+
 @dataclass(frozen=True, slots=True)
 class MethodCall:
     """Everything a method's ``run`` needs; built by the executor after resolution."""
@@ -80,8 +92,15 @@ class MethodCall:
     probe_ms: float
     #: Resolves a drag target (selector or snapshot id) to an element; owned by the executor.
     resolve: Callable[[str], Awaitable[ElementHandle]]
-    #: Called right before the action is sent to the page (from then on it may take effect).
-    dispatching: Callable[[], None]
+    #: ``"<method> on <selector>"``, as the records in ``dispatches`` name the action.
+    what: str
+    #: Where :meth:`dispatching` notes the action as sent (the executor's own record, the verb's).
+    dispatches: tuple[Dispatches, ...]
+
+    def dispatching(self) -> None:
+        """Note, right before the action is sent to the page, that from now on it may take effect."""
+        for record in self.dispatches:
+            record.note(self.what)
 
 
 @dataclass(frozen=True, slots=True)

@@ -324,7 +324,8 @@ class AnswerCheck:
                         problems: list[str], asked: dict[int, Repair]) -> None:
         line = self.redact(outline_line(self.snapshot, eid))
         problem = (f"elements[{n}]: the select {line} has no option {self.redact(wanted)!r}. Its option labels are "
-                   "listed below: answer select_option on it with the one the instruction means, copied exactly.\n"
+                   "listed below. If the option the instruction means is one of them, answer select_option on this "
+                   "select with that label, copied exactly; if not, answer the element that has it.\n"
                    f"{self._listed(labels, 'option labels')}")
         self._near_miss("unknown_option", n, answered, problem,
                         f"re-asked with the select's {len(labels)} option label(s)", problems, asked)

@@ -7,6 +7,10 @@ the answer becomes the ordinary :class:`ObserveAnswer`/:class:`ActAnswer`, so th
 re-asks and Actions downstream are the same in both modes; the answer also knows the choices it
 was picked from, so a re-ask lists valid ones as they were offered.
 
+The method comes before the element, and ``fill``/``type`` may only name a choice that takes
+text (:func:`~._near_misses.text_fields`): a constrained decoder offers a model that means to
+type only the fields, never a link.
+
 Budget: the choices repeat the chunk's actionable lines (in the user message and, in the
 schema, once more), so choice mode gives each chunk a third of the page budget
 (:func:`~stagehand_py._operations._budget.chunk_budget` with ``choice=True``) and, as a safety
@@ -32,6 +36,7 @@ from .._prompts.observe import ElementAnswer, ObservedElement
 from ..llm import SystemMessage, UserMessage
 from ..snapshot import SnapshotElement
 from ._budget import prompt_tokens, reask_reserve
+from ._near_misses import text_fields
 from ._relevance import closing_toggles, element_score, ranking_terms, sections
 
 __all__ = ["MAX_CHOICES", "ChoiceRequest", "as_choice", "candidates", "elements_from_choices"]
@@ -178,9 +183,16 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
         return None
     single = issubclass(answer, ActAnswer)
     opens = "opens_options" in answer.model_fields
+    fields = text_fields([element for element, _ in contexts.values()])
+    takes_text = {line for line, eid in choices.items() if eid in fields}
+
+    def schema_of(lines: Sequence[str]) -> dict[str, Any]:
+        # fill/type may name only a choice that takes text (see choice_schema).
+        return choice_schema(lines, single=single, opens_options=opens,
+                             text_choices=[line for line in lines if line in takes_text])
 
     def tokens(lines: Sequence[str]) -> int:
-        schema = choice_schema(lines, single=single, opens_options=opens)
+        schema = schema_of(lines)
         text = with_choices(user, lines, fence)
         return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
 
@@ -210,5 +222,4 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
             validated.picked_from(offered)  # a re-ask then lists valid choices as they were offered
         return check(validated)
 
-    return ChoiceRequest(with_choices(user, lines, fence),
-                         choice_schema(lines, single=single, opens_options=opens), check_choice)
+    return ChoiceRequest(with_choices(user, lines, fence), schema_of(lines), check_choice)

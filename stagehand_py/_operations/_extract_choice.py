@@ -16,6 +16,14 @@ where each value came from. How each leaf is answered:
   own values, a date in a given format, a union): written by the model, as in the plain schema.
 
 A schema choice mode cannot follow (a recursive one) has no plan: it is asked as a plain schema.
+
+**Text fields of one record on one line** (``Basic: $5 per month`` holds a plan's name and its
+price) take its parts, never the same words twice (:func:`_one_line_fields`): a field answered
+with words that hold another field's answer from that line (the whole line) is the one piece of
+them between separators that no other field took (``Basic``), recorded as a ``line_part``
+repair; where that does not leave one piece (both answered the whole line; several pieces left),
+the field is re-asked once with the line's pieces. Another field's words inside this field's
+only piece are left alone.
 """
 
 from __future__ import annotations
@@ -26,9 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from .._prompts.extract import SATISFIED_DESCRIPTION
+from .._types import Repair
 from .._util import inline_refs
-from ._extract_lines import Choice, ChoiceKind, PageLine
-from ._extract_repairs import asks_for_words
+from ._extract_lines import Choice, ChoiceKind, PageLine, pieces
+from ._extract_repairs import asks_for_words, repair
 from ._extract_schema import URL_FORMATS
 
 __all__ = ["Plan", "Sourced", "choice_kinds", "choice_wire", "plan_of", "read_answer"]
@@ -172,7 +181,10 @@ class Sourced:
 @dataclass
 class _Reading:
     choices: Mapping[ChoiceKind, Mapping[str, Choice | None]]
+    #: Paths already re-asked for sharing a line (across the answers of one request): kept the second time.
+    asked: set[str]
     problems: list[str] = field(default_factory=list)
+    repairs: list[Repair] = field(default_factory=list)
 
 
 def _read(raw: Any, plan: Plan, reading: _Reading, path: str) -> tuple[Any, Any]:
@@ -193,6 +205,7 @@ def _read(raw: Any, plan: Plan, reading: _Reading, path: str) -> tuple[Any, Any]
                     data[key] = "" if isinstance(sub, _Leaf) and sub.kind == "text" else None
                 continue
             data[key], sources[key] = value, source
+        _one_line_fields(plan, raw, data, sources, reading, path)
         return data, sources
     if isinstance(plan, _Array):
         if not isinstance(raw, list):
@@ -213,11 +226,59 @@ def _read(raw: Any, plan: Plan, reading: _Reading, path: str) -> tuple[Any, Any]
     return chosen.value, Sourced("line", chosen.line)
 
 
-def read_answer(data: Any, plan: Plan, choices: Mapping[ChoiceKind, Mapping[str, Choice | None]]
-                ) -> tuple[list[str], Any, Any]:
-    """(problems, the caller's data, its sources tree) from a choice answer's ``data``."""
-    reading = _Reading(choices)
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _reads_text(plan: Plan) -> bool:
+    return isinstance(plan, _Leaf) and plan.kind == "text"
+
+
+def _one_line_fields(plan: _Object, raw: dict[str, Any], data: dict[str, Any], sources: dict[str, Any],
+                     reading: _Reading, path: str) -> None:
+    """A record's text fields that repeat what another of its fields read from the same line take
+    the one piece of that line left to them (in place; see the module docstring)."""
+    # Text field -> (its line, the words it read). A number is left out: its digits may belong to a
+    # name ('iPhone 15'), so they say nothing about which piece is whose.
+    taken = {key: (source.line, data[key]) for key, source in sources.items()
+             if isinstance(source, Sourced) and source.line is not None and isinstance(data.get(key), str)
+             and _reads_text(plan.props[key])}
+    said: set[str] = set()  # fields a re-ask already names (two fields that answered the same words: one problem)
+    for key, (line, words) in taken.items():
+        if key in said:
+            continue
+        others = {other: w for other, (at, w) in taken.items()
+                  if other != key and at.number == line.number and w.strip() and _norm(w) in _norm(words)}
+        same = {other for other, w in others.items() if _norm(w) == _norm(words)}
+        rest = [piece for piece in pieces(words) if not any(_norm(w) in _norm(piece) for w in others.values())]
+        where, answered = f"{path}.{key}", repr(raw.get(key))
+        named = ", ".join(f"{path}.{other}" for other in others)
+        if not others or (not same and not rest):  # no other field's words, or only inside this field's one piece
+            continue
+        if not same and len(rest) == 1:
+            data[key] = rest[0]
+            reading.repairs.append(repair("line_part", where, answered, f"read {rest[0]!r}: the part of line "
+                                          f"[{line.number}] that {named} did not take", "corrected"))
+            continue
+        said.update(same)
+        if where in reading.asked:
+            reading.repairs.append(repair("line_part", where, answered, "kept as answered after one re-ask", "re-asked"))
+        else:
+            reading.asked.update([where, *(f"{path}.{other}" for other in same)])
+            offered = [answer for answer, meant in reading.choices.get("text", {}).items()
+                       if meant is not None and meant.line.number == line.number and meant.value in pieces(line.text)]
+            reading.problems.append(f"{where}: {answered} holds what {named} took from the same line: answer each "
+                                    f"field with its own part of the line, one of {offered!r}")
+            reading.repairs.append(repair("line_part", where, answered, f"re-asked with the {len(offered)} part(s) "
+                                          f"of line [{line.number}]", "re-asked"))
+
+
+def read_answer(data: Any, plan: Plan, choices: Mapping[ChoiceKind, Mapping[str, Choice | None]],
+                asked: set[str] | None = None) -> tuple[list[str], Any, Any, list[Repair]]:
+    """(problems, the caller's data, its sources tree, the repairs made) from a choice answer's
+    ``data``; ``asked``: the paths re-asked by earlier answers of the same request."""
+    reading = _Reading(choices, asked if asked is not None else set())
     value, sources = _read(data, plan, reading, "data")
     if isinstance(value, _Absent):
         value = None
-    return reading.problems, value, sources
+    return reading.problems, value, sources, reading.repairs

@@ -41,7 +41,7 @@ from .._prompts.choice import enum_safe
 from .._prompts.extract import NOT_ON_PAGE
 from ..snapshot import SnapshotElement, parse_outline
 
-__all__ = ["Choice", "ChoiceKind", "PageLine", "line_choices", "numbers_in", "page_lines", "parse_number"]
+__all__ = ["Choice", "ChoiceKind", "PageLine", "line_choices", "numbers_in", "page_lines", "parse_number", "pieces"]
 
 ChoiceKind: TypeAlias = Literal["text", "number", "integer", "link"]
 
@@ -209,13 +209,16 @@ def _cut(text: str) -> str:
     return text[: _ANSWER_MAX - 1].rsplit(" ", 1)[0].rstrip(" ,.;:") + "…"
 
 
+def pieces(text: str) -> list[str]:
+    """The pieces of ``text`` between separators (``Basic`` and ``$5 per month`` of
+    ``Basic: $5 per month``), in order."""
+    return [piece for piece in (raw.strip(" .,;:") for raw in _SEPARATORS.split(text)) if piece]
+
+
 def _parts(text: str, *, runs: bool) -> Iterator[str]:
     """The parts of a line's words a text value may be: each piece between separators and, with
     ``runs``, each short piece's leading and trailing runs of words."""
-    for piece in _SEPARATORS.split(text):
-        piece = piece.strip(" .,;:")
-        if not piece:
-            continue
+    for piece in pieces(text):
         yield piece
         words = piece.split()
         if runs and len(words) <= _SHORT_PART:

@@ -22,12 +22,15 @@ Element identity: a page can change so that an XPath still resolves, to exactly 
 but a different one (a wrapper inserted before a form makes ``form[1]/input[1]`` the password
 field). Resolving is then no proof, so every planned or cached action carries the identity of
 the element it was chosen on: the role and accessible name of its outline line in the snapshot
-the model chose it from (:func:`remember`; see :class:`~stagehand_py._cache.ElementIdentity`).
+the model chose it from (see :class:`~stagehand_py._cache.ElementIdentity`). The action, that
+identity and the element's snapshot id travel together as one value, a
+:class:`~stagehand_py._actions.Plan` (:func:`plan_in`), from the planner to the executor.
 Values (``value="..."``) and state flags (``[checked]``, ``[focused]``, ...) are not part of it:
-they change with use, and values may be secret. Names are redacted like prompts. Before such an
-action runs, :func:`identity_matches` resolves its XPath (waiting briefly for the element), takes
-a snapshot scoped to that element (the whole page only when the scoped one cannot tell, e.g.
-paths into frames or shadow roots) and compares role and name; a mismatch heals by description.
+they change with use, and values may be secret. Names are redacted like prompts. The executor
+resolves the element once and, before anything is sent, has :func:`_confirm` take a snapshot
+scoped to that element (the whole page only when the scoped one cannot tell, e.g. paths into
+frames or shadow roots) and compare role and name; then it acts on the handle it resolved. A
+mismatch heals by description.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from .._actions import DEFAULT_TIMEOUT, action_title, execute_action, resolve_element, watch_page
+from .._actions import DEFAULT_TIMEOUT, Dispatches, Plan, action_title, execute_plan, resolve_element, watch_page
 from .._cache import CacheEntry, ElementIdentity
 from .._errors import (
     ActionError,
@@ -59,70 +62,108 @@ from ..snapshot import Snapshot, SnapshotElement, parse_line
 from ._answers import check_elements
 from ._pipeline import Question, ask_parts, read_page, settle, split_page
 
-__all__ = ["cached_actions_valid", "heal", "identity_in", "identity_matches", "probe_timeout", "remember", "replay",
-           "run_action", "run_checked"]
+__all__ = ["cached_actions_valid", "heal", "identity_in", "identity_matches", "plan_in", "planned", "remember",
+           "replay", "run_plan"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
 _HEALABLE = (ElementNotFoundError, ActionFailedError, StagehandTimeoutError)
 
 
+class _NotThePlannedElement(ActionFailedError):
+    """The selector resolved, to an element other than the one planned (raised before anything is sent)."""
+
+
 def _can_heal(ctx: OperationContext) -> bool:
     return ctx.self_heal and ctx.client is not None
 
 
-def _within_deadline(ctx: OperationContext, wanted: float) -> float:
-    """``wanted`` seconds, shortened so the executor gives up (with a precise error) before the verb times out."""
+def _by(ctx: OperationContext, wanted: float) -> float:
+    """The instant ``wanted`` seconds from now, cut so the executor gives up (with a precise error)
+    before the verb's one deadline (``ctx.deadline``) passes."""
+    now = time.monotonic()
     if ctx.deadline is None:
-        return wanted
-    return max(0.1, min(wanted, ctx.deadline - time.monotonic() - 0.3))
+        return now + wanted
+    return max(now + 0.1, min(now + wanted, ctx.deadline - 0.3))
 
 
-def probe_timeout(ctx: OperationContext) -> float:
+def _probe_s(ctx: OperationContext) -> float:
     """Seconds a first try waits for its element before a heal may take over: the page's settle
-    time (what this Stagehand waits for a page to calm down), within the caller's deadline."""
-    return _within_deadline(ctx, min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT))
+    time (what this Stagehand waits for a page to calm down)."""
+    return min(ctx.dom_settle_timeout, DEFAULT_TIMEOUT)
 
 
-def _action_timeout(ctx: OperationContext) -> float:
-    """The whole action's bound: what is left of the caller's ``timeout=``, else the default."""
-    return _within_deadline(ctx, DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
+def _action_by(ctx: OperationContext) -> float:
+    """The whole action's bound: the verb's deadline, else the default action timeout from now."""
+    return _by(ctx, DEFAULT_TIMEOUT if ctx.deadline is None else float("inf"))
 
 
-async def _execute(ctx: OperationContext, action: Action,
-                   actionable_within: float, dispatched: list[str]) -> None:
+async def _execute(ctx: OperationContext, plan: Plan, dispatches: Dispatches, *, heal_may_follow: bool) -> None:
+    """Run ``plan`` (its identity checked on the element the executor resolved) and settle."""
+    checked = plan.identity is not None
+
+    async def confirm() -> None:
+        await _confirm(ctx, plan)
+
     async with watch_page(ctx.page) as watch:
-        await execute_action(ctx.page, action, variables=ctx.variables, timeout=_action_timeout(ctx),
-                             actionable_within=actionable_within, dispatched=dispatched)
+        await execute_plan(ctx.page, plan, variables=ctx.variables, deadline=_action_by(ctx),
+                           # a checked element is looked for only as long as a first try waits
+                           found_by=_by(ctx, _probe_s(ctx)) if heal_may_follow or checked else None,
+                           actionable_for=_probe_s(ctx) if heal_may_follow else None,
+                           confirm=confirm if checked else None, dispatches=dispatches)
         await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
 
 
-async def run_action(ctx: OperationContext, action: Action, dispatched: list[str] | None = None) -> tuple[Action, bool]:
-    """Run ``action``; heal it once if it failed before it was sent and healing is possible.
-    Returns (what ran, healed); ``dispatched`` receives what was sent to the page."""
+async def run_plan(ctx: OperationContext, plan: Plan, dispatches: Dispatches, *, cached: bool = False) -> tuple[Plan, bool]:
+    """Run ``plan``: its element must still be the one it was planned (or ``cached``) on, when
+    known. When it is not, or the action failed before it was sent, heal once (a model call) if
+    healing is possible, else refuse. Returns (what ran, healed); ``dispatches`` notes what was sent."""
     can_heal = _can_heal(ctx)
-    sent: list[str] = []
+    action, identity = plan.action, plan.identity
+    before = len(dispatches.sent)
     try:
-        await _execute(ctx, action, probe_timeout(ctx) if can_heal else _action_timeout(ctx), sent)
-        return action, False
+        await _execute(ctx, plan, dispatches, heal_may_follow=can_heal)
+        return plan, False
     except _HEALABLE as exc:
-        # sent: it may have taken effect; never run it again. A refused secret: the model's choice
+        # Sent: it may have taken effect; never run it again. A refused secret: the model's choice
         # was the problem, and re-asking the model that chose it is no fix.
-        if not can_heal or sent or isinstance(exc, SecretPlacementError):
+        if len(dispatches.sent) > before or isinstance(exc, SecretPlacementError):
             raise
-        logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)
-        return await _heal_and_run(ctx, action, f"failed ({exc})", dispatched)
-    finally:
-        if dispatched is not None:
-            dispatched.extend(sent)
+        if identity is None or not isinstance(exc, _NotThePlannedElement | ElementNotFoundError):
+            if not can_heal:
+                raise
+            logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)
+            return await _heal_and_run(ctx, plan, f"failed ({exc})", dispatches)
+    # The selector no longer names the element the action was planned (or cached) on.
+    assert identity is not None
+    if not can_heal:
+        if cached:
+            raise ElementNotFoundError(
+                f"the cached {action.method} on {action.selector} is stale: that path now names a different element "
+                f"than the {identity.role} it was cached for (or none). Enable self_heal with a model, or delete the "
+                "cache entry.",
+                selector=action.selector, method=action.method,
+            )
+        raise ActionFailedError(
+            f"{action.method} on {action.selector}: the element no longer names the {identity.role} {identity.name!r} "
+            "it was planned on, so nothing was done. Observe the page again.",
+            selector=action.selector, method=action.method,
+        )
+    if cached:
+        logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
+    why = ("(cached) names a different element now" if cached
+           else f"no longer names the {identity.role} {identity.name!r} it was planned on")
+    return await _heal_and_run(ctx, plan, why, dispatches, identity.role)
 
 
-async def _heal_and_run(ctx: OperationContext, action: Action, why: str, dispatched: list[str] | None, role: str | None = None) -> tuple[Action, bool]:
-    """Re-locate ``action``'s element by description (one model call) and run it there.
+async def _heal_and_run(ctx: OperationContext, plan: Plan, why: str, dispatches: Dispatches,
+                        role: str | None = None) -> tuple[Plan, bool]:
+    """Re-locate ``plan``'s element by description (one model call) and run it there.
 
     ``why`` completes "<method> on <selector> ..." in the error when nothing fits; ``role``: the
     recorded element's role, which the re-located element must have.
     """
+    action = plan.action
     healed = await in_trace_group(ctx.page, f"heal: {action_title(action)}", ctx.variables, heal(ctx, action, role=role))
     if healed is None:
         raise ElementNotFoundError(
@@ -130,12 +171,13 @@ async def _heal_and_run(ctx: OperationContext, action: Action, why: str, dispatc
             f"{action.description or 'the action'!r} on the page now. Observe the page again.",
             selector=action.selector, method=action.method,
         )
-    await _execute(ctx, healed, _action_timeout(ctx), dispatched if dispatched is not None else [])
-    logger.info("healed: %s now runs on %s", action.method, healed.selector)
+    # Chosen from the snapshot the heal just read: run as found, without a second identity check.
+    await _execute(ctx, Plan(healed.action, element_id=healed.element_id), dispatches, heal_may_follow=False)
+    logger.info("healed: %s now runs on %s", action.method, healed.action.selector)
     return healed, True
 
 
-async def heal(ctx: OperationContext, action: Action, *, role: str | None = None) -> Action | None:
+async def heal(ctx: OperationContext, action: Action, *, role: str | None = None) -> Plan | None:
     """Re-locate ``action``'s element on a fresh read of the page (one model call on the best part).
 
     With ``role`` (the element it was planned on was a button, a textbox...), an answer of another
@@ -170,63 +212,37 @@ async def heal(ctx: OperationContext, action: Action, *, role: str | None = None
     found = answers[0] if answers else []
     if not found:
         return None
-    healed = found[0].model_copy(update={"description": action.description or found[0].description})
-    remember(ctx, page.snapshot, [healed])
+    healed = plan_in(page.snapshot, found[0].model_copy(update={"description": action.description or found[0].description}),
+                     ctx.variables)
+    remember(ctx, [healed])
     return healed
 
 
-async def run_checked(ctx: OperationContext, action: Action, dispatched: list[str] | None = None) -> tuple[Action, bool]:
-    """Run ``action``, but first check that its selector still names the element it was planned
-    on (role and name, when this Stagehand planned or observed it): if the page swapped another
-    element in since (a "Delete" where "Save" was), re-locate the planned one, or refuse."""
-    identity = ctx.identities.get(action.selector)
-    if identity is None or await identity_matches(ctx, action, identity, wait=probe_timeout(ctx)):
-        return await run_action(ctx, action, dispatched)
-    why = f"no longer names the {identity.role} {identity.name!r} it was planned on"
-    if not _can_heal(ctx):
-        raise ActionFailedError(
-            f"{action.method} on {action.selector}: the element {why}, so nothing was done. Observe the page again.",
-            selector=action.selector, method=action.method,
-        )
-    return await _heal_and_run(ctx, action, why, dispatched, identity.role)
-
-
-async def _run_cached(ctx: OperationContext, action: Action, identity: ElementIdentity | None,
-                      dispatched: list[str]) -> tuple[Action, bool]:
-    """Run one cached step: first check that its selector still names the element it was cached for."""
-    if identity is None or await identity_matches(ctx, action, identity, wait=probe_timeout(ctx)):
-        if identity is not None:
-            ctx.identities[action.selector] = identity
-        return await run_action(ctx, action, dispatched)
-    if not _can_heal(ctx):
-        raise ElementNotFoundError(
-            f"the cached {action.method} on {action.selector} is stale: that path now names a different element "
-            f"than the {identity.role} it was cached for (or none). Enable self_heal with a model, or delete the "
-            "cache entry.",
-            selector=action.selector, method=action.method,
-        )
-    logger.info("cached %s on %s: a different element now; self-healing", action.method, action.selector)
-    return await _heal_and_run(ctx, action, "(cached) names a different element now", dispatched,
-                               identity.role)
+def planned(ctx: OperationContext, action: Action, element: ElementIdentity | None = None) -> Plan:
+    """The plan of an :class:`Action` the caller hands in: the element it was chosen on is
+    ``element`` when given (an exported run, the agent), else the one this tab's observe or act
+    planned it on, when they did."""
+    return Plan(action, element if element is not None else ctx.identities.get(action.selector))
 
 
 async def replay(ctx: OperationContext, key: str, instruction: str, cached: CacheEntry) -> ActResult:
     """act from the cache: each step checked (and healed) as it runs; a healed entry is rewritten."""
     logger.info("act %r: replaying %d cached action(s)", instruction, len(cached.actions))
-    done: list[Action] = []
-    dispatched: list[str] = []
+    done: list[Plan] = []
+    dispatches = Dispatches()
     healed = False
     for n, (action, identity) in enumerate(zip(cached.actions, cached.elements, strict=True)):
         if n:
             await settle(ctx)
-        ran, was_healed = await _run_cached(ctx, action, identity, dispatched)
+        ran, was_healed = await run_plan(ctx, Plan(action, identity), dispatches, cached=True)
         done.append(ran)
         healed = healed or was_healed
+    remember(ctx, done)
     if healed:
-        ctx.cache.store(key, done, [ctx.identities.get(a.selector) for a in done])
+        ctx.cache.store(key, [p.action for p in done], [p.identity for p in done])
         logger.info("act %r: cache entry rewritten with the healed selector(s)", instruction)
-    return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].description,
-                     actions=done, healed=healed, cache_hit=True, dispatched=dispatched)
+    return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].action.description,
+                     actions=[p.action for p in done], healed=healed, cache_hit=True, dispatched=dispatches.sent)
 
 
 async def cached_actions_valid(ctx: OperationContext, entry: CacheEntry) -> bool:
@@ -258,51 +274,65 @@ def identity_of_line(line: str, variables: VariableSet) -> ElementIdentity | Non
     return ElementIdentity(element.role, variables.redact(element.name))
 
 
-def _xpath(selector: str) -> str | None:
-    return selector[len("xpath="):] if selector.startswith("xpath=") else None
+def _identity_of(snapshot: Snapshot, element_id: str | None, variables: VariableSet) -> ElementIdentity | None:
+    line = snapshot.line_for(element_id) if element_id is not None else None
+    return identity_of_line(line, variables) if line is not None else None
 
 
 def identity_in(snapshot: Snapshot, selector: str, variables: VariableSet) -> ElementIdentity | None:
     """The identity of the element ``selector`` (``xpath=...``) names in ``snapshot``, or None."""
-    xpath = _xpath(selector)
-    if xpath is None:
+    if not selector.startswith("xpath="):
         return None
-    for eid, path in snapshot.xpath_map.items():
-        if path == xpath:
-            line = snapshot.line_for(eid)
-            return identity_of_line(line, variables) if line is not None else None
-    return None
+    return _identity_of(snapshot, snapshot.id_of(selector), variables)
 
 
-def remember(ctx: OperationContext, snapshot: Snapshot, actions: Iterable[Action]) -> None:
-    """Note the identity of each action's element in ``snapshot`` (the one it was chosen from)."""
-    for action in actions:
-        identity = identity_in(snapshot, action.selector, ctx.variables)
-        if identity is not None:
-            ctx.identities[action.selector] = identity
+def plan_in(snapshot: Snapshot, action: Action, variables: VariableSet) -> Plan:
+    """``action`` as planned on ``snapshot`` (the one it was chosen from): with its element's id
+    and identity there (both None when the selector names none of its elements)."""
+    element_id = snapshot.id_of(action.selector) if action.selector.startswith("xpath=") else None
+    return Plan(action, _identity_of(snapshot, element_id, variables), element_id)
+
+
+def remember(ctx: OperationContext, plans: Iterable[Plan]) -> None:
+    """Keep, in this tab's session, the identity each plan's element was chosen on: a later
+    ``act(action)`` of an observed action checks it, and the action cache stores it."""
+    for plan in plans:
+        if plan.identity is not None:
+            ctx.identities[plan.action.selector] = plan.identity
+
+
+async def _identity_now(ctx: OperationContext, selector: str) -> ElementIdentity | None:
+    """The identity of the element at ``selector`` now, read in our world by a snapshot scoped to
+    it (the whole page when the scoped one cannot tell: paths into frames or shadow roots, text)."""
+    now = None
+    try:
+        now = identity_in(await ctx.session.snapshot(selector=selector, alone=True), selector, ctx.variables)
+    except (ActionError, InvalidArgumentError, SnapshotError, CDPError):
+        pass
+    if now is None:
+        now = identity_in(await ctx.session.snapshot(), selector, ctx.variables)
+    return now
+
+
+async def _confirm(ctx: OperationContext, plan: Plan) -> None:
+    """Raise :class:`_NotThePlannedElement` unless ``plan``'s selector names its element now."""
+    now = await _identity_now(ctx, plan.action.selector)
+    if now != plan.identity:
+        assert plan.identity is not None
+        logger.info("%s on %s: the element is now a %s, not the planned %s", plan.action.method, plan.action.selector,
+                    now.role if now else "(nothing shown)", plan.identity.role)
+        raise _NotThePlannedElement(f"{plan.action.selector} names another element now",
+                                    selector=plan.action.selector, method=plan.action.method)
 
 
 async def identity_matches(ctx: OperationContext, action: Action, identity: ElementIdentity, *,
                            wait: float) -> bool:
-    """True when ``action``'s selector names an element with ``identity`` now.
-
-    Waits up to ``wait`` seconds for the element to appear. False when it does not resolve,
-    is not in the outline (hidden) or has another role or name.
-    """
+    """True when ``action``'s selector names an element with ``identity`` now (a cached observe's
+    quick check). Waits up to ``wait`` seconds for the element to appear. False when it does not
+    resolve, is not in the outline (hidden) or has another role or name."""
     try:
-        handle = await resolve_element(ctx.page, action.selector, timeout=_within_deadline(ctx, wait))
+        handle = await resolve_element(ctx.page, action.selector, timeout=max(0.0, _by(ctx, wait) - time.monotonic()))
     except ActionError:
         return False
     await handle.dispose()
-    now = None
-    try:
-        now = identity_in(await ctx.session.snapshot(selector=action.selector), action.selector, ctx.variables)
-    except (ActionError, InvalidArgumentError, SnapshotError, CDPError):
-        pass  # not a plain main-frame element path (frames, shadow roots, text): the whole page tells
-    if now is None:
-        now = identity_in(await ctx.session.snapshot(), action.selector, ctx.variables)
-    if now != identity:
-        logger.info("cached %s on %s: the element is now a %s, not the cached %s", action.method, action.selector,
-                    now.role if now else "(nothing shown)", identity.role)
-        return False
-    return True
+    return await _identity_now(ctx, action.selector) == identity

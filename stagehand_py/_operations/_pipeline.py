@@ -221,17 +221,22 @@ async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel]
     then :class:`~stagehand_py.OutputValidationError`. ``images`` go after the user text.
     """
     first = UserMessage([TextPart(text=user), *images]) if images else UserMessage(user)
-    made: list[T] = []
+    judge = _Judge(check)
+    await client.generate([SystemMessage(system), first], purpose=purpose, output=output, secrets=secrets, check=judge)
+    return judge.value
 
-    def problems(out: Any) -> list[str]:
-        found, value = check(out)
-        if not found:
-            made.append(value)
-        return found
 
-    await client.generate([SystemMessage(system), first], purpose=purpose, output=output, secrets=secrets,
-                          check=problems)
-    return made[-1]
+class _Judge(Generic[T]):
+    """A question's ``check`` as the client's: the problems go to the re-ask loop, and the value
+    the last answer made is kept here (the answer the client returns is the one that passed)."""
+
+    def __init__(self, check: Check[T]) -> None:
+        self._check = check
+        self.value: T
+
+    def __call__(self, out: Any) -> list[str]:
+        problems, self.value = self._check(out)
+        return problems
 
 
 async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chunk: OutlineChunk, question: Question[T], *,

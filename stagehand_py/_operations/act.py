@@ -23,15 +23,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from .._actions import Dispatches, Plan
+from .._cache import ElementIdentity
 from .._errors import UnknownVariableError
 from .._prompts.act import ActAnswer, act_system, act_user, dropdown_user
 from .._prompts.common import Fence, page_fence
 from .._secrets import VariableSet
 from .._session import OperationContext
 from .._types import Action, ActResult, Repair
-from ..snapshot import Snapshot
 from ._answers import VALUE_ARGUMENTS, AnswerCheck, as_instruction_gives, note_repairs, without_repairs
-from ._heal import remember, replay, run_action, run_checked
+from ._heal import plan_in, planned, remember, replay, run_plan
 from ._pipeline import (
     PageRead,
     Question,
@@ -68,17 +69,20 @@ def require_values(action: Action, variables: VariableSet) -> None:
     )
 
 
-async def act_action(ctx: OperationContext, action: Action) -> ActResult:
+async def act_action(ctx: OperationContext, action: Action, element: ElementIdentity | None = None) -> ActResult:
+    """Run ``action``, checked against ``element`` (or what this tab planned it on), healed if need be."""
     require_values(action, ctx.variables)
-    dispatched: list[str] = []
-    ran, healed = await run_checked(ctx, action, dispatched)
+    dispatches = Dispatches()
+    plan, healed = await run_plan(ctx, planned(ctx, action, element), dispatches)
+    remember(ctx, [plan])
+    ran = plan.action
     return ActResult(
         success=True,
         message=f"{ran.method} on {ran.description or ran.selector}: done" + (" (healed)" if healed else ""),
         description=ran.description,
         actions=[ran],
         healed=healed,
-        dispatched=dispatched,
+        dispatched=dispatches.sent,
     )
 
 
@@ -90,28 +94,28 @@ def _checker(ctx: OperationContext, page: PageRead, variables: Mapping[str, str]
 
 
 async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variables: Mapping[str, str],
-                vision: VisionMode, sees: bool, choice: bool) -> tuple[Action | None, bool, list[Repair]]:
-    """One action for ``instruction``, whether the model says its click opens options, and the
-    near misses that made no action (``choice``: the client answers in choice mode)."""
-    opens: list[bool] = []
+                vision: VisionMode, sees: bool, choice: bool) -> tuple[Plan | None, bool, list[Repair]]:
+    """One planned action for ``instruction`` (with the element it was chosen on), whether the
+    model says its click opens options, and the near misses that made no action (``choice``:
+    the client answers in choice mode)."""
     checker = _checker(ctx, page, variables, instruction=instruction, missing_values=True)
 
     def prompt(fence: Fence, outline: str, part: tuple[int, int] | None) -> tuple[str, str]:
         return act_system(fence), act_user(instruction, outline, fence, variables=variables, part=part)
 
-    def check(out: ActAnswer) -> tuple[list[str], list[Action]]:
+    def check(out: ActAnswer) -> tuple[list[str], tuple[list[Plan], bool]]:
         problems, actions = checker(out.elements[:1], out.offered)
-        opens.append(out.opens_options and not _completes_itself(actions, page))
-        return problems, as_instruction_gives(actions, instruction)
+        plans = [plan_in(page.snapshot, a, ctx.variables) for a in as_instruction_gives(actions, instruction)]
+        return problems, (plans, out.opens_options and not _completes_itself(plans))
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
     answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
-                              done=bool, limit=MAX_PARTS, vision=vision, sees=sees, elements=True,
-                              instruction=instruction)
-    if not answers or not answers[-1]:
+                              done=lambda found: bool(found[0]), limit=MAX_PARTS, vision=vision, sees=sees,
+                              elements=True, instruction=instruction)
+    if not answers or not answers[-1][0]:
         return None, False, checker.left_out
-    action = answers[-1][0]
-    return action, opens[-1] and action.method == "click", checker.left_out
+    plans, opens = answers[-1]
+    return plans[0], opens and plans[0].action.method == "click", checker.left_out
 
 
 #: Roles whose click is the whole act: it sets the element's own state and opens no options (a
@@ -119,16 +123,9 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 _COMPLETE_ON_CLICK = frozenset({"checkbox", "radio", "switch", "tab", "menuitemcheckbox", "menuitemradio", "option"})
 
 
-def _completes_itself(actions: list[Action], page: PageRead) -> bool:
+def _completes_itself(plans: list[Plan]) -> bool:
     """Whether the planned click is on an element whose click opens nothing (:data:`_COMPLETE_ON_CLICK`)."""
-    eid = _id_of(actions[0], page.snapshot) if actions else None
-    element = page.snapshot.element(eid) if eid is not None else None
-    return element is not None and element.role in _COMPLETE_ON_CLICK
-
-
-def _id_of(action: Action, snapshot: Snapshot) -> str | None:
-    """The id of ``action``'s element in ``snapshot``, or None when it is not there."""
-    return next((eid for eid, path in snapshot.xpath_map.items() if f"xpath={path}" == action.selector), None)
+    return bool(plans) and plans[0].identity is not None and plans[0].identity.role in _COMPLETE_ON_CLICK
 
 
 def _without(text: str, eid: str | None) -> str:
@@ -139,12 +136,12 @@ def _without(text: str, eid: str | None) -> str:
 
 
 async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action, before: str,
-                       variables: Mapping[str, str], choice: bool) -> Action | None:
+                       variables: Mapping[str, str], choice: bool) -> Plan | None:
     """Second step of a two-step control: choose among the lines that appeared or changed after
     the click, never the element just clicked (a second click would close the list, flip the
     sort order back or untick the box). None when nothing new appeared or nothing fits."""
     page = await read_page(ctx)
-    opener = _id_of(clicked, page.snapshot)
+    opener = page.snapshot.id_of(clicked.selector)
     appeared = new_lines(before, _without(page.text, opener))
     if not appeared.strip():
         logger.info("act %r: the click on %s made nothing new appear; nothing more to choose", instruction,
@@ -167,8 +164,7 @@ async def _pick_option(ctx: OperationContext, instruction: str, clicked: Action,
     answers = await ask_parts(ctx, page, parts, Question(prompt, ActAnswer, check), purpose="act",
                               done=lambda found: True, limit=1, elements=True, instruction=instruction)
     found = answers[0][:1] if answers else []
-    remember(ctx, page.snapshot, found)
-    return found[0] if found else None
+    return plan_in(page.snapshot, found[0], ctx.variables) if found else None
 
 
 async def act_instruction(ctx: OperationContext, instruction: str, vision: VisionMode = "auto") -> ActResult:
@@ -186,40 +182,42 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     sees = vision is not False and model_sees(client)
     looked = await look(ctx, lambda page: _plan(ctx, instruction, page, descriptions, vision, sees, client.choice_mode),
                         found=lambda planned: planned[0] is not None, confidence=vision == "auto" and sees)
-    (action, opens, left_out), page = looked.value, looked.page
-    repairs = [*(action.repairs if action is not None else []), *left_out]
+    (plan, opens, left_out), page = looked.value, looked.page
+    repairs = [*(plan.action.repairs if plan is not None else []), *left_out]
     await note_repairs(client, "act", repairs)
-    if action is None:
+    if plan is None:
         logger.info("act %r: no element fits", instruction)
         waited = f" (after waiting {looked.waited:.1f} s for the page to change)" if looked.waited else ""
         missed = "".join(f" The model answered {r.answered}: {r.done}." for r in left_out)
         return ActResult(success=False, message=f"No element on the page can carry out {instruction!r}{waited}.{missed}",
                          waited=looked.waited, repairs=repairs)
-    require_values(action, ctx.variables)
-    remember(ctx, page.snapshot, [action])
-    dispatched: list[str] = []
+    require_values(plan.action, ctx.variables)
+    dispatches = Dispatches()
     url = ctx.page.url
-    ran, healed = await run_checked(ctx, action, dispatched)  # the page may have changed meanwhile
+    ran, healed = await run_plan(ctx, plan, dispatches)  # the page may have changed meanwhile
     done = [ran]
     if opens and ctx.page.url != url:
         # The click loaded another page: it opened no options (a small model says so of a filter link).
-        logger.info("act %r: the click on %s loaded %s; no options to choose", instruction, ran.selector,
+        logger.info("act %r: the click on %s loaded %s; no options to choose", instruction, ran.action.selector,
                     ctx.variables.redact(ctx.page.url))  # a GET form puts typed values in the URL
         opens = False
     if opens:
-        option = await _pick_option(ctx, instruction, ran, page.text, descriptions, client.choice_mode)
+        option = await _pick_option(ctx, instruction, ran.action, page.text, descriptions, client.choice_mode)
         if option is None:
             # The click ran; it is not repeated (that would undo it), and no second step fits.
-            return ActResult(success=False, message=f"Clicked {ran.description!r}, but nothing that appeared after it "
-                             f"fits {instruction!r}; it was not clicked again.",
-                             description=ran.description, actions=done, healed=healed, dispatched=dispatched,
-                             repairs=repairs)
-        await note_repairs(client, "act", option.repairs)
-        repairs.extend(option.repairs)
-        ran2, healed2 = await run_action(ctx, option, dispatched)
-        done.append(ran2)
+            remember(ctx, done)
+            return ActResult(success=False, message=f"Clicked {ran.action.description!r}, but nothing that appeared "
+                             f"after it fits {instruction!r}; it was not clicked again.",
+                             description=ran.action.description, actions=[ran.action], healed=healed,
+                             dispatched=dispatches.sent, repairs=repairs)
+        await note_repairs(client, "act", option.action.repairs)
+        repairs.extend(option.action.repairs)
+        # Chosen from the read just made after the click: run as found (no second identity check).
+        ran2, healed2 = await run_plan(ctx, Plan(option.action, element_id=option.element_id), dispatches)
+        done.append(ran2 if healed2 else option)
         healed = healed or healed2
+    remember(ctx, done)
     if key is not None:
-        ctx.cache.store(key, without_repairs(done), [ctx.identities.get(a.selector) for a in done])
-    return ActResult(success=True, message=f"{instruction}: done", description=done[-1].description, actions=done,
-                     healed=healed, dispatched=dispatched, repairs=repairs)
+        ctx.cache.store(key, without_repairs([p.action for p in done]), [p.identity for p in done])
+    return ActResult(success=True, message=f"{instruction}: done", description=done[-1].action.description,
+                     actions=[p.action for p in done], healed=healed, dispatched=dispatches.sent, repairs=repairs)

@@ -141,10 +141,10 @@ class _PartAnswer:
 class _Asked:
     """One part's re-asks, kept across the answers of its request: what was re-asked and why
     (said in the result even when a later answer is the one taken), and the fields re-asked
-    once for a value not on the page (a second such answer is kept)."""
+    once (a value not on the page, a line another field took): a second such answer is kept."""
 
     events: list[Repair] = field(default_factory=list)
-    off_page: set[str] = field(default_factory=set)
+    once: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -187,8 +187,8 @@ def _leave_out_off_page(data: Any, target: _Target, words: PageWords, asked: _As
             dropped.append("$" + miss.path.removeprefix("data"))
             repairs.append(repair("value_not_on_page", miss.path, answered,
                                   "left out the optional field: the value is nowhere in the page's text", "dropped"))
-        elif miss.path not in asked.off_page:
-            asked.off_page.add(miss.path)
+        elif miss.path not in asked.once:
+            asked.once.add(miss.path)
             problems.append(f"{miss.path}: {answered} appears nowhere on the page; copy the value as the page writes "
                             "it, or answer '' when the page does not show it")
             asked.events.append(repair("value_not_on_page", miss.path, answered,
@@ -222,16 +222,18 @@ def _check(target: _Target, links: Links, words: PageWords, whole: bool, asked: 
 
 
 def _check_choice(target: _Target, plan: Plan, choices: dict[ChoiceKind, dict[str, Choice | None]], whole: bool,
-                  out: dict[str, Any]) -> tuple[list[str], _PartAnswer]:
-    """A choice-mode answer read from its lines; for a page read whole, data that does not fit the
-    schema (a required number no line holds) is sent back to the model."""
-    problems, data, sources = read_answer(out["data"], plan, choices)
-    if problems:
+                  asked: _Asked, out: dict[str, Any]) -> tuple[list[str], _PartAnswer]:
+    """A choice-mode answer read from its lines (a record's fields that share a line take its
+    parts, or are re-asked once); for a page read whole, data that does not fit the schema (a
+    required number no line holds) is sent back to the model."""
+    problems, data, sources, repairs = read_answer(out["data"], plan, choices, asked.once)
+    if problems:  # the fields re-asked are said whichever answer is taken
+        asked.events.extend(r for r in repairs if r.outcome == "re-asked")
         return problems, _PartAnswer(None, False)
     checked = target.judge(data) if whole else None
     if checked is not None and checked.errors:
         return checked.errors, _PartAnswer(None, False)
-    return [], _PartAnswer(data, bool(out.get("instruction_satisfied")), checked, sources)
+    return [], _PartAnswer(data, bool(out.get("instruction_satisfied")), checked, sources, repairs=tuple(repairs))
 
 
 def _shown(merged: Any, reserve: int) -> str:
@@ -243,7 +245,7 @@ def _shown(merged: Any, reserve: int) -> str:
 
 
 def _choice_question(ctx: OperationContext, target: _Target, plan: Plan, lines: list[PageLine], parts: PageParts,
-                     chunk: OutlineChunk, prompt: Any) -> Question[_PartAnswer] | None:
+                     chunk: OutlineChunk, prompt: Any, asked: _Asked) -> Question[_PartAnswer] | None:
     """The choice-mode question about ``chunk``: its lines, and every answer each field may give
     about them (fewer parts of lines when the request would not fit the budget); None when the
     chunk holds no line of text and others do (a page with none is asked once: "not on the page"
@@ -263,7 +265,7 @@ def _choice_question(ctx: OperationContext, target: _Target, plan: Plan, lines: 
         wire = choice_wire(plan, choices)
         if prompt_tokens([SystemMessage(system), UserMessage(user)], wire) <= room:
             break
-    return Question(partial(prompt, lines=text), wire, partial(_check_choice, target, plan, choices, parts.total == 1))
+    return Question(partial(prompt, lines=text), wire, partial(_check_choice, target, plan, choices, parts.total == 1, asked))
 
 
 async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selector: str | None,
@@ -293,7 +295,7 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
         prompt = partial(_prompt, target, earlier, note)
         asked = _Asked()
         if target.plan is not None:
-            question = _choice_question(ctx, target, target.plan, lines, parts, chunk, prompt)
+            question = _choice_question(ctx, target, target.plan, lines, parts, chunk, prompt, asked)
             if question is None:
                 logger.debug("extract: part %d of %d holds no text line", chunk.index + 1, parts.total)
                 continue

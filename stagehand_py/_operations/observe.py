@@ -27,12 +27,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from .._actions import Plan
 from .._prompts.common import Fence, page_fence
 from .._prompts.observe import DEFAULT_OBSERVE_INSTRUCTION, ObserveAnswer, observe_system, observe_user
 from .._session import OperationContext
 from .._types import Action
 from ._answers import AnswerCheck, note_repairs, without_repairs
-from ._heal import cached_actions_valid, identity_in, remember
+from ._heal import cached_actions_valid, plan_in, remember
 from ._pipeline import (
     PageRead,
     Question,
@@ -71,9 +72,7 @@ async def observe(
         cached = ctx.cache.load_entry(key)
         if cached is not None and await cached_actions_valid(ctx, cached):
             logger.info("observe %r: replayed %d action(s) from the cache", instruction, len(cached.actions))
-            for action, identity in zip(cached.actions, cached.elements, strict=True):
-                if identity is not None:
-                    ctx.identities[action.selector] = identity
+            remember(ctx, [Plan(a, identity) for a, identity in zip(cached.actions, cached.elements, strict=True)])
             return list(cached.actions)
     client = ctx.model()
     if vision is True:
@@ -101,8 +100,8 @@ async def observe(
     if not actions and looked.waited:
         logger.info("observe %r: nothing matching after waiting %.1f s for the page to change", text, looked.waited)
     await note_repairs(client, "observe", [*(r for a in actions for r in a.repairs), *checker.left_out])
-    remember(ctx, page.snapshot, actions)  # act(action) checks the element is still the one observed
+    plans = [plan_in(page.snapshot, a, ctx.variables) for a in actions]
+    remember(ctx, plans)  # act(action) checks the element is still the one observed
     if key is not None and actions:
-        ctx.cache.store(key, without_repairs(actions),
-                        [identity_in(page.snapshot, a.selector, ctx.variables) for a in actions])
+        ctx.cache.store(key, without_repairs(actions), [p.identity for p in plans])
     return actions

@@ -21,7 +21,7 @@ __all__ = ["CHOICE_METHODS", "HOW_TO_CHOOSE", "MAX_CHOSEN", "NO_CHOICE", "TEXT_M
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
 CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
-#: Methods that put text into an element.
+#: Methods that put text into an element: they may name only an element that takes text.
 TEXT_METHODS: tuple[str, ...] = ("fill", "type")
 
 _NAME_MAX = 80
@@ -76,26 +76,39 @@ def with_choices(user: str, choices: Sequence[str], fence: Fence) -> str:
     return f"{user[:end]}\n\n{listed}\n\n{HOW_TO_CHOOSE}{user[end:]}"
 
 
-def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool) -> dict[str, Any]:
-    """The answer schema: ``{"elements": [{"element": <choice>, "method": ..., "arguments": [...]}]}``
-    (``single``: at most one element; ``opens_options``: act()'s dropdown flag too)."""
-    item = {
-        "type": "object",
-        "properties": {
-            "element": {"type": "string", "enum": list(choices), "description": "One of the choices, copied exactly."},
-            "method": {"type": "string", "enum": list(CHOICE_METHODS), "description": "The action to perform on it."},
-            "arguments": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "The method's arguments; [] when it takes none. Use %name% placeholders for variables.",
+def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool,
+                  text_choices: Sequence[str] | None = None) -> dict[str, Any]:
+    """The answer schema: ``{"elements": [{"method": ..., "element": <choice>, "arguments": [...]}]}``
+    (``single``: at most one element; ``opens_options``: act()'s dropdown flag too).
+
+    ``text_choices``: the choices that take typed text. Then the method comes first and
+    ``fill``/``type`` may only name one of those (or :data:`NO_CHOICE`): a constrained decoder
+    cannot type into a link, and a model that means to type is offered only the fields, not made to
+    click what it picked (which an element-first order would do)."""
+    def item(methods: Sequence[str], elements: Sequence[str]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "method": {"type": "string", "enum": list(methods), "description": "The action to perform."},
+                "element": {"type": "string", "enum": list(elements), "description": "One of the choices, copied exactly."},
+                "arguments": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "The method's arguments; [] when it takes none. Use %name% placeholders for variables.",
+                },
             },
-        },
-        "required": ["element", "method", "arguments"],
-        "additionalProperties": False,
-    }
+            "required": ["method", "element", "arguments"],
+            "additionalProperties": False,
+        }
+
+    if text_choices is None:
+        items = item(CHOICE_METHODS, choices)
+    else:
+        fields = [c for c in choices if c in set(text_choices) or c == NO_CHOICE]
+        items = {"anyOf": [item(TEXT_METHODS, fields), item([m for m in CHOICE_METHODS if m not in TEXT_METHODS], choices)]}
     elements: dict[str, Any] = {
         "type": "array",
-        "items": item,
+        "items": items,
         "description": f"The chosen elements, best first; only '{NO_CHOICE}' when none fits.",
     }
     elements["maxItems"] = 1 if single else min(MAX_CHOSEN, len(choices))

@@ -38,6 +38,8 @@ DATA_CONSTANT: dict[StepKind, str] = {"extract": "EXTRACTED", "save_progress": "
 END_CONSTANTS = {"url": "END_URL", "title": "END_TITLE", "heading": "END_HEADING"}
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+#: How a failed check lists what differs: one difference a line.
+_EACH = '"".join("\\n  - " + d for d in missing)'
 
 
 class _Models:
@@ -169,7 +171,7 @@ def _data_step(step: RecordedStep, n: int, form: _Form, models: _Models, constan
     if read:
         body += [f"    page = {form.read}  # the page as text, read with no model", "    pages.append(page)"]
     body += [f"    # pins what step {n} read, compared as data: {_what_it_pins(pinned, step.apart)}",
-             *form.check(f"page.not_shown({name}{apart})", f'f"step {n} read other data than the page at {{page.url}} shows now: {{missing}}"')]
+             *form.check(f"page.not_shown({name}{apart})", f'f"step {n} read other data than the page shows now at {{page.url}} (titled {{page.title!r}}):" + {_EACH}')]
     return body, uses_any
 
 
@@ -215,7 +217,7 @@ def _outcome(recording: RunRecording, form: _Form, constants: list[str], *, read
         body += [f"    # pins the run's output (its done data), compared as data on the pages read: "
                  f"{_what_it_pins(output, recording.output_apart)}",
                  *form.check(f"PageView.not_shown_on({'[*pages, end]' if reads_pages else '[end]'}, OUTPUT{apart})",
-                             'f"the run\'s output is not what the pages show: {missing}"')]
+                             f'"the run\'s output is not what the pages show:" + {_EACH}')]
     if expect_done and recording.message:
         body += ["    # the run's own claim (its done message), judged by the model: record the verdict once with",
                  "    # --stagehand-record once; it then replays from this test's cassette with no model",

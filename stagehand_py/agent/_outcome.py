@@ -358,8 +358,25 @@ def _explain(pages: Sequence[PageView], group: _Group, caches: list[dict[int, _F
     where = _nearby(best, group, found)
     if group.family is None:
         return f"{label}: expected {expected!r}; not on the page" + (f" (the nearest line shows {where!r})" if where else "")
-    shown = f"; the page shows {where!r} there" if where else ""
+    if where:
+        return f"{label}: expected {expected!r}; {', '.join(missing)} not shown; the page shows {where!r} there"
+    like = _most_like(best, group)
+    shown = f"; the row or item most like it on the page shows {like!r}" if like else ""
     return f"{label}: expected {expected!r}; {', '.join(missing)} not shown{shown}"
+
+
+def _most_like(view: PageView, group: _Group) -> str:
+    """The element around the line most like one of a row's values (a row none of whose values
+    the page shows: what stands where it was, as "A-1001 | $12.50" for an expected "A-1003")."""
+    folded = [text for text in view._folded if text]
+    best: tuple[float, str] = (0.0, "")
+    for _, value in group.leaves:
+        if not isinstance(value, str) or len(value) < 3:
+            continue
+        for match in difflib.get_close_matches(_norm(value), folded, n=1, cutoff=0.6):
+            score = difflib.SequenceMatcher(None, _norm(value), match).ratio()
+            best = max(best, (score, match))
+    return _element_text(view, view._folded.index(best[1])) if best[1] else ""
 
 
 def _nearby(view: PageView, group: _Group, found: _Found) -> str:
@@ -368,7 +385,7 @@ def _nearby(view: PageView, group: _Group, found: _Found) -> str:
     hits = [p[0] for p in found.positions if p]
     if hits:
         return _element_text(view, hits[0])
-    if group.family is not None:  # a row none of whose values is left: no one place to show
+    if group.family is not None:  # a row none of whose values is left: no one place to show (see _most_like)
         return ""
     key = re.sub(r"\[\d+\]", "", group.leaves[0][0]).rsplit(".", 1)[-1].replace("_", " ")
     for (_, text), folded in zip(view.lines, view._folded, strict=True):

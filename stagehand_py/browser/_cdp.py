@@ -86,6 +86,7 @@ class DirectConnection:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._listeners: list[Callable[[str, dict[str, Any], str | None], None]] = []
         self._closed = False
+        self._closed_because = "it was closed"  # said in every later error, so a log names the cause
         self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -108,14 +109,23 @@ class DirectConnection:
                         future.set_result(message)
                     continue
                 for listener in list(self._listeners):
-                    listener(message.get("method", ""), message.get("params", {}), message.get("sessionId"))
+                    # One page's listener failing must not end the connection every page shares.
+                    try:
+                        listener(message.get("method", ""), message.get("params", {}), message.get("sessionId"))
+                    except Exception:
+                        logger.exception("A CDP event listener failed on %s", message.get("method", ""))
+            if not self._closed:
+                self._closed_because = "the browser closed the websocket"
         except Exception as exc:  # connection dropped: fail everything in flight, loudly
-            logger.debug("CDP websocket reader stopped: %r", exc)
+            self._closed_because = f"its reader stopped: {exc!r}"
+            if not self._closed:
+                logger.warning("The browser's CDP websocket stopped: %r", exc)
         finally:
             self._closed = True
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(PageClosedError("The browser's CDP connection closed while a command was in flight."))
+                    future.set_exception(PageClosedError(
+                        f"The browser's CDP connection closed while a command was in flight ({self._closed_because})."))
             self._pending.clear()
 
     def add_listener(self, listener: Callable[[str, dict[str, Any], str | None], None]) -> None:
@@ -127,14 +137,18 @@ class DirectConnection:
 
     async def send(self, method: str, params: dict[str, Any] | None = None, *, session_id: str | None = None) -> dict[str, Any]:
         if self._closed:
-            raise PageClosedError(f"Cannot send CDP {method}: the browser connection is closed.")
+            raise PageClosedError(f"Cannot send CDP {method}: the browser connection is closed ({self._closed_because}).")
         msg_id = next(self._ids)
         payload: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
         if session_id:
             payload["sessionId"] = session_id
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
-        await self._ws.send(json.dumps(payload))
+        try:
+            await self._ws.send(json.dumps(payload))
+        except Exception as exc:  # websockets' own ConnectionClosed: ours to name, not the caller's to import
+            self._pending.pop(msg_id, None)
+            raise PageClosedError(f"Cannot send CDP {method}: the browser connection is closed ({exc!r}).") from exc
         message = await future
         if "error" in message:
             error = message["error"]
@@ -150,6 +164,7 @@ class DirectConnection:
 
     async def close(self) -> None:
         self._closed = True
+        self._closed_because = "its Stagehand closed it"
         await self._ws.close()
         self._reader.cancel()
         try:

@@ -71,19 +71,15 @@ class GenerateResult(Generic[T]):
 
 
 class _Step:
-    """A client's own part of one request, as the model its test seams wrap."""
+    """A client's own part of one request (:meth:`LLMClient._answer`), as the model its test seams wrap."""
 
-    def __init__(self, client: LLMClient, redactor: Redactor) -> None:
+    def __init__(self, client: LLMClient) -> None:
         self._client = client
-        self._redactor = redactor
         self.model_name = client.model_name
-
-    @property
-    def is_test_double(self) -> bool:
-        return is_test_double(self._client.model)
+        self.is_test_double = is_test_double(client.model)
 
     async def request(self, request: LLMRequest) -> ModelResponse:
-        return await self._client._answer(request, self._redactor)
+        return await self._client._answer(request)
 
 
 class LLMClient:
@@ -169,8 +165,11 @@ class LLMClient:
         self._temperature = temperature
         self._choice_mode = choice_mode
         self._metrics = Metrics()
-        # Every transport attempt passes the cassette seam (a no-op unless a cassette is active).
+        # The test seams, composed once around the model (each reads its switch at request time):
+        # the kill switch and the capture around the client's own step (retries, usage), and the
+        # cassette around each transport attempt.
         self._attempt_model: LanguageModel = AtCassette(self._model, label=self._model_label)
+        self._requests: LanguageModel = KillSwitch(Capture(_Step(self), label=self._model_label), label=self._model_label)
 
     def __repr__(self) -> str:
         return f"LLMClient({self._model_label!r})"
@@ -388,18 +387,27 @@ class LLMClient:
 
     async def _call(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
         """One answer from the model: the usage limits, then the test seams around this client's
-        own step (:meth:`_answer`). Composed per call, because the step redacts with the call's secrets."""
+        own step (:meth:`_answer`), then the metrics and the log (redacted with the call's secrets)."""
         if self._limits is not None:
             estimate = estimate_input_tokens(request)
             self._limits.check_before(
                 self._metrics.total, next_input_estimate=estimate,
                 next_cost_estimate=None if self._price is None else self._price.cost(input_tokens=estimate, output_tokens=0),
             )
-        step = _Step(self, redactor)
-        return await KillSwitch(Capture(step, label=self._model_label), label=self._model_label).request(request)
+        try:
+            response = await self._requests.request(request)
+        except Exception as exc:
+            redactor.exception(exc)  # in place: the capture and the caller hold this same error
+            if self._log is not None:
+                await self._log.write(model=self._model_label, request=request, response=None, error=exc, redactor=redactor)
+            raise
+        self._metrics.record(request.purpose, response.usage)
+        if self._log is not None:
+            await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
+        return response
 
-    async def _answer(self, request: LLMRequest, redactor: Redactor) -> ModelResponse:
-        """Retries of traced attempts (each through the cassette seam), then usage, metrics, the log."""
+    async def _answer(self, request: LLMRequest) -> ModelResponse:
+        """Retries of traced attempts, each through the cassette seam; the answer's usage and cost."""
         model = self._attempt_model
 
         async def once() -> ModelResponse:
@@ -407,24 +415,16 @@ class LLMClient:
                 return await model.request(request)
             except StagehandError:
                 raise
-            except Exception as exc:  # a user's model raised something of its own
-                raise LLMError(
-                    f"model {self._model_label} raised {type(exc).__name__}: {redactor.text(str(exc))}"
-                ) from exc
+            except Exception as exc:  # a user's model raised something of its own (redacted by _call)
+                raise LLMError(f"model {self._model_label} raised {type(exc).__name__}: {exc}") from exc
 
         started = time.perf_counter()
-        try:
-            response = await call_with_retries(
-                traced_model_request(once, model=self._model_label, request=request),
-                policy=self._retry,
-                describe=f"{self._model_label} {request.purpose} request",
-                on_retry=lambda _exc, _wait: self._metrics.record_retry(),
-            )
-        except Exception as exc:
-            if self._log is not None:
-                redactor.exception(exc)
-                await self._log.write(model=self._model_label, request=request, response=None, error=exc, redactor=redactor)
-            raise
+        response = await call_with_retries(
+            traced_model_request(once, model=self._model_label, request=request),
+            policy=self._retry,
+            describe=f"{self._model_label} {request.purpose} request",
+            on_retry=lambda _exc, _wait: self._metrics.record_retry(),
+        )
         if not isinstance(response, ModelResponse):
             raise LLMError(
                 f"model {self._model_label} returned {type(response).__name__} from request(); "
@@ -436,11 +436,7 @@ class LLMClient:
             "cost_usd": self._cost_of(response.usage),
             "cost_source": self._cost_source_of(response.usage),
         })
-        response = response.model_copy(update={"usage": usage})
-        self._metrics.record(request.purpose, usage)
-        if self._log is not None:
-            await self._log.write(model=self._model_label, request=request, response=response, error=None, redactor=redactor)
-        return response
+        return response.model_copy(update={"usage": usage})
 
     def _cost_of(self, usage: Usage) -> float | None:
         # A model object that reports its own bill (set cost_usd explicitly) is believed unless

@@ -70,10 +70,7 @@ class _Around:
     def __init__(self, inner: LanguageModel, *, label: str) -> None:
         self.inner = inner
         self.model_name = label
-
-    @property
-    def is_test_double(self) -> bool:
-        return is_test_double(self.inner)
+        self.is_test_double = is_test_double(inner)
 
 
 class KillSwitch(_Around):

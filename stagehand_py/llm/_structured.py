@@ -223,7 +223,28 @@ def validation_errors(data: Any, schema: dict[str, Any], model: type[BaseModel] 
         return [f"{root}: the answer is nested too deeply to check; answer with a flatter structure"], None
     except referencing.exceptions.Unresolvable as exc:
         raise InvalidSchemaError(f"the schema has a $ref that cannot be resolved inside it: {exc}") from exc
+    errors = [sub for e in errors for sub in _alternative(e)]
     return [_json_path(list(e.absolute_path), root) + ": " + _message(e) for e in errors[:limit]], data
+
+
+def _alternative(error: Any) -> list[Any]:
+    """``error``, or for an answer that fits none of an ``anyOf``/``oneOf``, the problems of the
+    alternative it came closest to: the fewest problems, then the one it got furthest along (its
+    first problem at a later property of that alternative). "Not valid under any of the given
+    schemas" alone tells a model nothing it can fix."""
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return [error]
+    branches: dict[int, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.schema_path[0], []).append(sub)
+
+    def reached(index: int) -> int:
+        order = list(error.validator_value[index].get("properties", {}))
+        first = [sub.relative_path[0] for sub in branches[index] if sub.relative_path]
+        return min((order.index(p) for p in first if p in order), default=0)
+
+    best = min(branches, key=lambda index: (len(branches[index]), -reached(index), index))
+    return [sub for found in branches[best] for sub in _alternative(found)]
 
 
 def _message(error: Any) -> str:

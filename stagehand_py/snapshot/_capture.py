@@ -40,7 +40,7 @@ from ._dom_tree import full_dom_tree
 from ._model import Snapshot
 from ._outline import TARGET_INFO_KEY, ElementInfo, build_outline
 
-__all__ = ["EngineMemory", "FrameOrdinals", "capture_snapshot", "element_backend_ids"]
+__all__ = ["EngineMemory", "FrameOrdinals", "capture_element", "capture_snapshot", "element_backend_ids"]
 
 T = TypeVar("T")
 
@@ -459,6 +459,29 @@ async def capture_snapshot(
                  len(result.tree), (time.perf_counter() - started) * 1000)
     return Snapshot(result.tree, result.xpath_map, result.url_map, targets.page.url if targets.page is not None else "",
                     dom_confidence=dom_confidence)
+
+
+async def capture_element(targets: PageTargets, ordinals: FrameOrdinals, *, memory: EngineMemory,
+                          selector: str) -> Snapshot | None:
+    """The subtree of the one main-frame element ``selector`` names, read without walking the rest of
+    the page (to check that element's role and name before an act). Only for a document walked
+    before, whose nodes and closed roots our world already knows; None otherwise, or when its world
+    was replaced: then take a scoped :func:`capture_snapshot`. Iframes inside the element are empty."""
+    main = targets.main
+    top = (await _frames_of(main))[0]
+    if (top.frame_id, top.loader_id) not in memory.scanned:
+        return None
+    await _enter_world(top, memory)
+    try:
+        root, root_xpath, base_url, info = await _scoped(main, await _locate(main, selector, top.context), {})
+    except CDPError as exc:
+        if _is_lost_context(exc):
+            return None
+        raise
+    finally:
+        await _release(main)
+    result = build_outline(root, info=info, frame_ordinal=ordinals, root_ordinal=0, root_xpath=root_xpath, base_url=base_url)
+    return Snapshot(result.tree, result.xpath_map, result.url_map, targets.page.url if targets.page is not None else "")
 
 
 async def element_backend_ids(targets: PageTargets, ordinals: FrameOrdinals, element_ids: list[str]) -> dict[str, int | None]:

@@ -157,6 +157,12 @@ class Snapshot:
         """The outline split into ordered chunks of at most ``max_tokens`` each."""
         return split_outline(self.tree, max_tokens)
 
+    def id_of(self, selector: str) -> str | None:
+        """The id of the element ``selector`` (``xpath=<path>`` or the bare path) names, or None
+        when it names none of this snapshot's elements: the one selector -> id lookup."""
+        xpath = selector.removeprefix("xpath=")
+        return next((eid for eid, path in self.xpath_map.items() if path == xpath), None)
+
     def line_for(self, element_id: str) -> str | None:
         """The outline line of ``element_id`` (without indent), or None when not in the tree."""
         marker = f"[{element_id}]"

@@ -11,6 +11,7 @@ control is the plain schema on the same page and model, where the miscopied valu
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -222,3 +223,53 @@ async def test_a_page_without_text_is_asked_once_with_no_lines(make_stagehand_be
     with capture_requests() as calls:
         assert await sh.extract("the title", schema) == {"in_print": False}
     assert len(calls) == 1 and _enum(calls[0].request, "text") == [NOT_ON_PAGE]
+
+
+PLANS_PAGE = """<!DOCTYPE html><html><body><h2>Plans</h2><ul><li>Basic: $5 per month</li><li>Pro: $12 per month</li>
+</ul><p>Team plan</p></body></html>"""
+PLANS = {"type": "object", "required": ["plans"], "properties": {"plans": {"type": "array", "items": {
+    "type": "object", "required": ["name", "price"],
+    "properties": {"name": {"type": "string"}, "price": {"type": "string"}}}}}}
+
+
+async def test_fields_of_one_record_on_one_line_take_its_parts(make_stagehand_beside, server, tmp_path):
+    """The embedded model answered a plan's name with its whole line, 'Basic: $5 per month', and its
+    price with a part of it: the name is the part the price did not take. Where both answered the
+    whole line, nothing is left to decide it: re-asked once with the line's parts. The control: a
+    name alone on its line ('Team plan') keeps the whole line. Shown failing with the old reading
+    (every field the line as chosen; temporary edit, reverted)."""
+    def model(request: LLMRequest) -> dict[str, Any]:
+        text = _enum(request, "text")
+
+        def line(words: str) -> str:
+            return next(a for a in text if a.startswith(f"{words} ["))
+
+        reask = len(request.messages) > 2
+        pro = {"name": line("Pro"), "price": line("$12 per month")} if reask else \
+            {"name": line("Pro: $12 per month"), "price": line("Pro: $12 per month")}
+        team = {"name": line("Team plan"), "price": NOT_ON_PAGE}
+        return {"data": {"plans": [{"name": line("Basic: $5 per month"), "price": line("$5 per month")}, pro, team]},
+                "instruction_satisfied": True}
+
+    sh = await make_stagehand_beside(model=FunctionLLM(model),
+                                     llm_options={"choice_mode": True, "inference_log_dir": str(tmp_path)})
+    with server.route("/plans-choice.html", lambda req: Response.html(PLANS_PAGE)):
+        await sh.page.goto(server.url("plans-choice.html"))
+    with capture_requests() as calls:
+        result = await sh.extract("the plans and their prices", PLANS, report=True)
+    assert result.data == {"plans": [{"name": "Basic", "price": "$5 per month"}, {"name": "Pro", "price": "$12 per month"},
+                                     {"name": "Team plan", "price": ""}]}
+    assert len(calls) == 2
+    reask = prompt_text(calls[1].request)
+    assert "data.plans[1].name: 'Pro: $12 per month [3]' holds what data.plans[1].price took" in reask
+    assert "'Pro [3]', '$12 per month [3]'" in reask
+    assert [(r.kind, r.outcome, r.answered, r.done) for r in result.repairs] == [
+        ("line_part", "re-asked", "$.plans[1].name: 'Pro: $12 per month [3]'", "re-asked with the 2 part(s) of line [3]"),
+        ("line_part", "corrected", "$.plans[0].name: 'Basic: $5 per month [2]'",
+         "read 'Basic': the part of line [2] that data.plans[0].price did not take"),
+    ]
+    # Still read from its line, and the inference log has the repairs beside the calls.
+    read = {v.path: v.line for v in result.values}
+    assert read["$.plans[0].name"] == read["$.plans[0].price"] == 2 and read["$.plans[2].name"] == 4
+    (note,) = tmp_path.glob("*-extract-note.json")
+    assert json.loads(note.read_text())["note"]["repairs"] == [r.model_dump() for r in result.repairs]

@@ -1,8 +1,8 @@
 """Near misses of observe/act answers (issue 37, the act/observe rows), each on a wrapped and a
 launched page with a scripted model, counting the model requests:
 
-- ``fill``/``type``/``press`` of a character on a control that takes no text: re-asked once with
-  the elements that take text;
+- ``fill``/``type``/``press`` of a character on an element that takes no text: re-asked once with
+  the elements that take text (choice mode offers only those for fill/type in the first place);
 - ``select_option`` of a label that is no option: re-asked once with the select's labels;
 - an ``<option>`` picked for ``select_option``: its own ``<select>``, with that option, recorded;
 - an instruction that only finds ("Find the Company Email input") answered with a value method
@@ -21,7 +21,7 @@ import pytest
 from _server import Response
 
 from stagehand_py import ActionFailedError, Repair, UnknownVariableError
-from stagehand_py._prompts.choice import choice_enum
+from stagehand_py._prompts.choice import NO_CHOICE, choice_enum
 from stagehand_py.llm import LLMClient
 from stagehand_py.testing import FunctionLLM, capture_requests
 
@@ -117,6 +117,34 @@ async def test_press_enter_on_a_link_is_no_near_miss_but_a_typed_key_is(make_sta
         result = await sh.act("press j in the filter value")
     assert len(calls) == 2 and result.success and [r.kind for r in result.repairs] == ["not_editable"]
     assert await sh.page.input_value("#val") == "j"
+
+
+async def test_choice_mode_offers_only_the_fields_for_fill_and_type(make_stagehand, server):
+    """In choice mode the method comes first and fill/type may only name a choice that takes
+    text: a grammar cannot type into a link, and a model that still answers so is refused by the
+    schema, which lists the fields. A key pressed on a link is re-asked with the fields exactly
+    as the choices wrote them, so a constrained model can copy one."""
+    script = Script(("type", "link: json5", ["orjson"]), ("type", "searchbox: Search", ["orjson"]),
+                    ("press", "link: json5", ["j"]), ("press", "textbox: Filter value", ["j"]))
+    sh = await _open(make_stagehand, server, script, TABLE, "table-choice.html", choice=True)
+    with capture_requests() as calls:
+        result = await sh.act("search the table for orjson")
+    assert len(calls) == 2 and result.success and await sh.page.input_value("#q") == "orjson"
+    typing, other = calls[0].request.output_schema["properties"]["elements"]["items"]["anyOf"]
+    assert list(typing["properties"]) == ["method", "element", "arguments"]  # the method is decided first
+    assert typing["properties"]["method"]["enum"] == ["fill", "type"]
+    fields = typing["properties"]["element"]["enum"]
+    assert [c.split(" [")[0] for c in fields] == ["searchbox: Search", "textbox: Filter value", NO_CHOICE]
+    assert not {"fill", "type"} & set(other["properties"]["method"]["enum"])
+    assert ".element: 'link: json5 [" in script.reasks[0] and f"is not one of {fields!r}" in script.reasks[0]
+
+    with capture_requests() as calls:
+        result = await sh.act("press j in the filter value")
+    assert len(calls) == 2 and result.success and await sh.page.input_value("#val") == "j"
+    typing, _ = calls[0].request.output_schema["properties"]["elements"]["items"]["anyOf"]
+    offered = typing["properties"]["element"]["enum"][:-1]  # now with the search box's value="orjson"
+    assert len(offered) == 2 and all(line in script.reasks[1] for line in offered)
+    assert f"'{NO_CHOICE}' when none of them fits" in script.reasks[1]
 
 
 # --- select_option of a label that is no option; an <option> picked -----------------------------
