@@ -417,9 +417,8 @@ class Stagehand:
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
         try:
-            async with asyncio.timeout(timeout) as scope, verb_step(
-                    session, f"{what}: {instruction or title}".rstrip(": "), self._variables_seen,
-                    spent=lambda: self.metrics.total) as step:
+            async with asyncio.timeout(timeout) as scope, verb_step(session, what, instruction or title,
+                                                                    self._variables_seen, spent=lambda: self.metrics.total) as step:
                 await session.install_helpers()
                 return step.done(await traced_operation(what, operation, instruction=instruction, url=session.page.url,
                                                         variables=self._variables_seen))
