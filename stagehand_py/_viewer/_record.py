@@ -220,13 +220,13 @@ class VerbStep:
 
 
 @contextlib.asynccontextmanager
-async def verb_step(session: PageSession, verb: str, subject: str, variables: VariableSet, *,
+async def verb_step(session: PageSession, what: str, subject: str, variables: VariableSet, *,
                     spent: Callable[[], Usage]) -> AsyncIterator[VerbStep]:
     """A verb's call (``act: click "Sign in"``: the verb, and its instruction or action): a group of
     the trace recording its context, and a step of the run viewer watching it (a part of the agent
     step that called it, inside an agent run). ``spent`` tells the model usage so far (the verb's
     is the difference)."""
-    title = f"{verb}: {subject}".rstrip(": ")
+    title = f"{what}: {subject}".rstrip(": ")
     context = session.page.context
     remember_variables(context, variables)
     recorder = recorder_of(context)
