@@ -1,33 +1,41 @@
 """Quickstart: the first thing to run after installing stagehand_py.
 
-    python examples/quickstart.py
+    python examples/quickstart.py              # a browser Stagehand.launch() starts
+    python examples/quickstart.py --wrapped    # a page you launched with Playwright, wrapped: Stagehand(page)
 
 It serves a tiny local site (examples/site/), launches a headless Chromium and:
 
 1. prints the page's snapshot outline (abridged) and the ids / XPaths of a few elements;
 2. fills the username field and clicks "Sign in" with hand-built ``Action`` values (no model);
 3. with a model — a hosted one when a key is set, else the embedded local model that
-   ``bash scripts/setup.sh`` installs (see examples/_model_config.py) — runs the main job:
-   ``observe`` the sign-in form with ``%username%``/``%password%`` placeholders, check the proposed
-   actions, ``act`` them (values filled in only then), ``act`` on an instruction, and ``extract``
-   the product list into a pydantic model, printing seconds and tokens per model call. With no model
-   at all it prints how to configure one and exits 0.
+   ``bash scripts/setup.sh`` (or ``stagehand-py model fetch``) installs (see examples/_model_config.py)
+   — runs the main job: ``observe`` the sign-in form with ``%username%``/``%password%`` placeholders,
+   check the proposed actions, ``act`` them (values filled in only then), ``act`` on an instruction,
+   and ``extract`` the product list into a pydantic model, printing seconds and tokens per model call.
+   The embedded model loads in the background from the moment the Stagehand starts; its load time is
+   printed apart from the calls, with what became of the fixed prompt's cache (saved beside the model
+   by the first run, restored by the next). With no model at all it prints how to configure one and
+   exits 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import shutil
 import sys
 import time
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Literal, TypeVar
 
 from _local_site import serve_site
 from _model_config import HOW_TO_CONFIGURE, pick_model
+from playwright.async_api import async_playwright
 from pydantic import BaseModel
 
 from stagehand_py import Action, Snapshot, Stagehand, Variables, placeholders_in
+from stagehand_py.llm import ModelLoad
 
 OUTLINE_LINES = 12  # how much of the outline to print
 T = TypeVar("T")
@@ -59,6 +67,24 @@ class Products(BaseModel):
     products: list[Product]
 
 
+#: What became of the fixed prompt every verb starts with (see ModelLoad.prompt_cache).
+PROMPT_CACHE = {
+    "restored": "restored from the cache an earlier run saved",
+    "computing": "no saved cache yet: computed during the first call, and saved for the next run",
+    "saved": "computed and saved for the next run",
+    "computed": "computed (not saved: the folder beside the model is not writable)",
+    "off": "not cached",
+}
+
+
+def describe_load(load: ModelLoad) -> str:
+    """The model's load, in one line, apart from the calls' times."""
+    if load.seconds == 0 and load.prompt_cache == "off":
+        return "ready at once"
+    tokens = f" ({load.cached_tokens} tokens)" if load.cached_tokens else ""
+    return f"loaded in {load.seconds:.1f} s; fixed prompt {PROMPT_CACHE[load.prompt_cache]}{tokens}"
+
+
 def check_plan(plan: list[Action]) -> list[str]:
     """What is wrong with a proposed sign-in plan (empty: run it)."""
     if not plan:
@@ -76,13 +102,32 @@ def check_plan(plan: list[Action]) -> list[str]:
     return problems
 
 
-async def main(model: Any = None, *, headless: bool = True) -> int:
+@contextlib.asynccontextmanager
+async def open_stagehand(kind: Literal["launched", "wrapped"], *, headless: bool,
+                         options: dict[str, Any]) -> AsyncIterator[Stagehand]:
+    """A Stagehand on a browser it launches, or on a page of a browser you launched yourself."""
+    if kind == "launched":
+        async with await Stagehand.launch(headless=headless, **options) as stagehand:
+            yield stagehand
+        return
+    async with async_playwright() as playwright:
+        # Your own launch (here the system Chromium when there is one; --no-sandbox for root in a container).
+        browser = await playwright.chromium.launch(headless=headless, executable_path=shutil.which("chromium"),
+                                                   args=["--no-sandbox"])
+        try:
+            async with Stagehand(await browser.new_page(), **options) as stagehand:
+                yield stagehand
+        finally:
+            await browser.close()
+
+
+async def main(model: Any = None, *, headless: bool = True, kind: Literal["launched", "wrapped"] = "launched") -> int:
     """Run the quickstart; ``model`` (anything ``Stagehand(model=...)`` takes) overrides the
-    one the environment configures."""
+    one the environment configures; ``kind``: on a browser Stagehand launches, or on your own page."""
     picked = pick_model(model)
     options, model_label = picked if picked is not None else ({}, "")
     with serve_site() as site:
-        async with await Stagehand.launch(headless=headless, **options) as stagehand:
+        async with open_stagehand(kind, headless=headless, options=options) as stagehand:
             page = stagehand.page
             await page.goto(site.url("login.html"))
 
@@ -118,16 +163,22 @@ async def main(model: Any = None, *, headless: bool = True) -> int:
             if picked is None:
                 print(HOW_TO_CONFIGURE)
                 return 0
-            print(f"model: {model_label}")
+            print(f"model: {model_label}; page: {kind}")
+            # A local model has been loading since the Stagehand started: wait for it here, so that
+            # the calls below are timed without it.
+            print(f"  [model: {describe_load(await stagehand.model_ready())}]")
             await page.reload()
+            seconds: dict[str, float] = {}
 
             async def timed(what: str, call: Awaitable[T]) -> T:
                 """Run one verb and print its seconds and the tokens its model calls used."""
                 before, started = stagehand.metrics.total, time.perf_counter()
                 result = await call
                 used = stagehand.metrics.total
-                print(f"  [{what}: {time.perf_counter() - started:.1f} s, {used.requests - before.requests} model "
-                      f"call(s), {used.input_tokens - before.input_tokens} tokens in, "
+                seconds[what] = time.perf_counter() - started
+                print(f"  [{what}: {seconds[what]:.1f} s, {used.requests - before.requests} model "
+                      f"call(s), {used.input_tokens - before.input_tokens} tokens in "
+                      f"({used.cached_tokens - before.cached_tokens} from the prompt cache), "
                       f"{used.output_tokens - before.output_tokens} out]")
                 return result
 
@@ -159,8 +210,9 @@ async def main(model: Any = None, *, headless: bool = True) -> int:
                 print(f"extract -> {product.name}: {product.price}")
             usage = stagehand.metrics.total
             print(f"model calls: {usage.requests}, tokens in/out: {usage.input_tokens}/{usage.output_tokens}")
+            print(f"act/observe: {seconds['act'] / seconds['observe']:.2f}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(asyncio.run(main(kind="wrapped" if "--wrapped" in sys.argv[1:] else "launched")))

@@ -12,6 +12,7 @@ fetched, and a local one that names nothing is an :class:`InvalidSchemaError`, n
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,7 +21,7 @@ from ._errors import InvalidArgumentError, InvalidSchemaError
 from ._secrets import VariableSet
 from .llm._structured import check_json_schema
 
-__all__ = ["check_flag", "check_inputs", "check_instruction", "required_instruction"]
+__all__ = ["check_flag", "check_inputs", "check_instruction", "deadline_of", "required_instruction"]
 
 
 def check_inputs(what: str, *, variables: object = None, schema: object = None, schema_param: str = "schema",
@@ -69,3 +70,11 @@ def required_instruction(what: str, instruction: object) -> str:
     checked = check_instruction(what, instruction, required=True)
     assert checked is not None  # required=True never returns None
     return checked
+
+
+def deadline_of(what: str, timeout: object) -> float | None:
+    """A verb's one deadline (``time.monotonic()``, asyncio's clock) from its ``timeout=``, checked;
+    every bound of the call derives from it."""
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
+    return None if timeout is None else time.monotonic() + timeout

@@ -1,7 +1,9 @@
 """A Stagehand's model clients: the one it was given, or the environment's default, made once.
 
 Every verb gets its client from here already made (:meth:`ModelClients.for_call`), so operations
-never ask their Stagehand for one mid-flow.
+never ask their Stagehand for one mid-flow. A local model starts loading in the background as soon
+as its client is made, with the verbs' fixed system prompt (its cache saved beside the model for the
+next process): the first call pays only for what is new.
 """
 
 from __future__ import annotations
@@ -10,7 +12,19 @@ import os
 from typing import Any, TypedDict
 
 from ._errors import ConfigurationError
-from .llm import LanguageModel, LLMClient, ModelPrice, OutputMode, Profile, RetryPolicy, UsageLimits
+from ._prompts.common import Fence, preamble
+from .llm import (
+    LanguageModel,
+    LLMClient,
+    LocalModel,
+    Metrics,
+    ModelLoad,
+    ModelPrice,
+    OutputMode,
+    Profile,
+    RetryPolicy,
+    UsageLimits,
+)
 from .llm._model_files import FETCH_COMMAND
 from .llm._policy import ModelChoice, default_model
 
@@ -43,7 +57,8 @@ class LLMOptions(TypedDict, total=False):
 class ModelClients:
     """The model a Stagehand was given (its client made at once: a bad model or a missing key fails
     at construction, not mid-flow), else the environment's, decided once by the library's one rule
-    and made on first use (an embedded model loads only when a verb needs it)."""
+    and made on first use; the environment's embedded model is made at once, so that it loads in
+    the background (a file that cannot be used is still raised by the first verb)."""
 
     def __init__(self, model: ModelSpec | None, config: dict[str, Any]) -> None:
         self._config = config
@@ -53,6 +68,31 @@ class ModelClients:
             self.client = self.make(model)
         else:
             self._default_choice = default_model()
+            if self._default_choice is not None and self._default_choice.model.startswith("local/"):
+                try:
+                    self.require()
+                except ConfigurationError:
+                    pass  # raised again by the verb that needs the model (for_call)
+        self._start_loading()
+
+    def _local_model(self) -> LocalModel | None:
+        model = self.client.model if self.client is not None else None
+        return model if isinstance(model, LocalModel) else None
+
+    def _start_loading(self) -> None:
+        """A local model: load it in the background now, with the verbs' one system prompt ready."""
+        local = self._local_model()
+        if local is not None:
+            local.start_loading(fixed_prompt=preamble(Fence()))
+
+    async def ready(self) -> ModelLoad:
+        """Wait until the model can answer and say what its load took (a hosted model: at once);
+        the no-model :class:`ConfigurationError` when there is none."""
+        client = self.require()
+        local = self._local_model()
+        if local is None:
+            return ModelLoad(client.model_name, 0.0, "off")
+        return await local.ready()
 
     @property
     def model_name(self) -> str:
@@ -60,6 +100,11 @@ class ModelClients:
         if self.client is not None:
             return self.client.model_name
         return self._default_choice.model if self._default_choice is not None else ""
+
+    @property
+    def metrics(self) -> Metrics:
+        """The model's usage (empty before a client is made)."""
+        return self.client.metrics if self.client is not None else Metrics()
 
     @property
     def has_model(self) -> bool:
@@ -88,11 +133,14 @@ class ModelClients:
             if choice.base_url and not self._config.get("base_url"):
                 self._config["base_url"] = choice.base_url
             self.client = self.make(choice.model)
+            self._start_loading()
         return self.client
 
     def for_call(self) -> tuple[LLMClient | None, str]:
         """A verb's client (None when no model is configured, or the environment's cannot be made)
         and what to tell the caller when the verb needs one."""
+        if self.client is not None:  # made at construction when a model was given
+            return self.client, ""
         try:
             return (self.require() if self.has_model else None), self.missing()
         except ConfigurationError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 from ._actions import action_title
 from ._cache import ActionCache, ElementIdentity
 from ._errors import ExpectationError, InvalidArgumentError, PageClosedError, StagehandTimeoutError
-from ._inputs import check_flag, check_instruction, required_instruction
+from ._inputs import check_flag, check_instruction, deadline_of, required_instruction
 from ._model_clients import LLMOptions, ModelClients, ModelSpec
 from ._operations import act as _act
 from ._operations import expect as _expect
@@ -35,7 +34,7 @@ from .browser._recording import TraceMode
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
-from .llm import LLMClient, Metrics
+from .llm import LLMClient, Metrics, ModelLoad
 from .llm._policy import token_budget_for
 from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
@@ -381,11 +380,14 @@ class Stagehand:
     def _has_model(self) -> bool:
         return self._models.has_model
 
+    async def model_ready(self) -> ModelLoad:
+        """Wait for the model to load (a local one starts loading with the Stagehand); what the load took, apart from calls."""
+        return await self._models.ready()
+
     @property
     def metrics(self) -> Metrics:
         """Model usage of this Stagehand: ``.total`` and ``.by_purpose`` (observe, act, heal, extract)."""
-        client = self._models.client
-        return client.metrics if client is not None else Metrics()
+        return self._models.metrics
 
     async def _install_helpers(self) -> None:
         await self._driven().install_helpers()
@@ -394,31 +396,27 @@ class Stagehand:
         # Built once per call (checked before anything else happens, by the check every entry point
         # makes on variables); every prompt of the call, heal included, and the executor read this set.
         self._variables_seen = VariableSet.of(variables, what=f"{what}(variables=...)").remembering(self._variables_seen)
-        client, missing_model = self._models.client, ""  # made at construction when a model was given
-        if client is None:
-            client, missing_model = self._models.for_call()
+        client, missing_model = self._models.for_call()
         return OperationContext(
             session=self._driven(),  # the tab driven now, to the end of the call (a popup it opens waits)
-            client=client,
-            missing_model=missing_model,
+            client=client, missing_model=missing_model,
             token_budget=self._token_budget,
             dom_settle_timeout=self._dom_settle_timeout,
             self_heal=self._self_heal,
             cache=self._cache,
             variables=self._variables_seen,
-            deadline=None if not isinstance(timeout, (int, float)) else time.monotonic() + timeout,
+            deadline=deadline_of(what, timeout),  # the verb's one deadline: every bound below derives from it
         )
 
     async def _run(self, what: str, timeout: float | None, operation: Callable[[], Awaitable[T]],
-                   instruction: str | None = None, *, session: PageSession | None = None, title: str = "") -> T:
-        """Run a verb on ``session`` (default: the tab driven now); a trace's group names it."""
+                   instruction: str | None = None, *, ctx: OperationContext | None = None, title: str = "") -> T:
+        """Run a verb on ``ctx``'s session (default: the tab driven now), by its deadline; a trace's group names it."""
+        deadline = ctx.deadline if ctx is not None else deadline_of(what, timeout)
         await self._guarded()
-        session = session or self._driven()  # a verb's session: made by _context just now, checked open there
-        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise InvalidArgumentError(f"{what}(timeout=...) must be a positive number of seconds, got {timeout!r}.")
+        session = ctx.session if ctx is not None else self._driven()  # made by _context just now, checked open there
         try:
-            async with asyncio.timeout(timeout) as scope, verb_step(session, what, instruction or title,
-                                                                    self._variables_seen, spent=lambda: self.metrics.total) as step:
+            async with asyncio.timeout_at(deadline) as scope, verb_step(session, what, instruction or title,
+                                                                        self._variables_seen, spent=lambda: self.metrics.total) as step:
                 await session.install_helpers()
                 return step.done(await traced_operation(what, operation, instruction=instruction, url=session.page.url,
                                                         variables=self._variables_seen))
@@ -459,7 +457,7 @@ class Stagehand:
         ctx = self._context("observe", variables, timeout)
         return await self._run("observe", timeout, partial(
             _observe.observe, ctx, instruction, selector=selector, ignore_selectors=list(ignore_selectors), vision=vision,
-        ), instruction=instruction, session=ctx.session)
+        ), instruction=instruction, ctx=ctx)
 
     async def act(
         self,
@@ -504,7 +502,7 @@ class Stagehand:
         """Run an act and add what it spent (model usage) and what it downloaded to its result."""
         spent_before = self.metrics.total
         downloads_before = len(self._tabs.downloads)
-        result = await self._run("act", timeout, operation, instruction=instruction, session=ctx.session, title=title)
+        result = await self._run("act", timeout, operation, instruction=instruction, ctx=ctx, title=title)
         self._session.trace.failed |= not result.success
         # A download still running after this stays in the background and shows in `downloads` when saved.
         await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
@@ -543,7 +541,7 @@ class Stagehand:
         ctx = self._context("extract", timeout=timeout)
         result = await self._run("extract", timeout, partial(
             _extract.extract, ctx, instruction, schema, selector=selector, screenshot=screenshot),
-            instruction=instruction, session=ctx.session)
+            instruction=instruction, ctx=ctx)
         return result if report else result.data
 
     async def expect(self, claim: str, *, screenshot: bool = False, raise_on_failure: bool | None = None,
@@ -558,7 +556,7 @@ class Stagehand:
         checked = required_instruction("expect", claim)
         ctx = self._context("expect", timeout=timeout)
         verdict = await self._run("expect", timeout, partial(_expect.expect, ctx, checked, screenshot=screenshot),
-                                  instruction=checked, session=ctx.session)
+                                  instruction=checked, ctx=ctx)
         under_pytest = "PYTEST_CURRENT_TEST" in os.environ
         if not verdict.passed and (raise_on_failure if raise_on_failure is not None else under_pytest):
             raise ExpectationError(verdict.explain(), expectation=verdict)

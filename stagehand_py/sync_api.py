@@ -51,7 +51,7 @@ from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
 from .browser._options import BrowserOptions
 from .browser._recording import TraceMode
 from .browser._tabs import DownloadFailure
-from .llm import Metrics
+from .llm import Metrics, ModelLoad
 from .snapshot._model import Snapshot
 
 if TYPE_CHECKING:
@@ -263,6 +263,10 @@ class Stagehand:
     def save_storage_state(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Cookies and local storage, saved to ``path`` if given; see :meth:`stagehand_py.Stagehand.save_storage_state`."""
         return self._run(self._core.save_storage_state(path))
+
+    def model_ready(self) -> ModelLoad:
+        """Wait until the model can answer; see :meth:`stagehand_py.Stagehand.model_ready`."""
+        return self._run(self._core.model_ready())
 
     @property
     def trace_path(self) -> Path | None:

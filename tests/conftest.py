@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -170,6 +171,17 @@ class WorkerTimes:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
         config.pluginmanager.register(WorkerTimes(), "stagehand-worker-times")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_local_model_files_in_session_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Session fixtures (a session-wide Stagehand with no model) never pick up the developer's local
+    GGUF files either: a Stagehand whose default is the embedded model loads it in the background.
+    (Set after collection: tests/llm/_local_model.py reads the real folder when it is imported.)"""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("STAGEHAND_MODELS_DIR", str(tmp_path_factory.getbasetemp() / "no-local-models"))
+        monkeypatch.delenv("STAGEHAND_LOCAL_MODEL", raising=False)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -152,9 +152,11 @@ def _answer(request: Any) -> dict[str, Any]:
     return {"data": {"extraction": "Products"}, "instruction_satisfied": True}
 
 
-async def test_quickstart_with_a_model(capsys: pytest.CaptureFixture[str]) -> None:
-    assert await quickstart.main(model=FunctionLLM(_answer)) == 0
+@pytest.mark.parametrize("kind", ["launched", "wrapped"])
+async def test_quickstart_with_a_model(capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    assert await quickstart.main(model=FunctionLLM(_answer), kind=kind) == 0
     out = capsys.readouterr().out
+    assert f"model: function; page: {kind}" in out
     assert "observe -> fill ['%username%'] on Username field" in out
     assert "observe -> fill ['%password%'] on Password field" in out
     assert "acted on 3 action(s); username field now holds 'ada'" in out
@@ -162,7 +164,9 @@ async def test_quickstart_with_a_model(capsys: pytest.CaptureFixture[str]) -> No
     assert "act -> success=True" in out and "checkbox now checked: True" in out
     assert "extract -> Trail Runner Shoes: $89.00" in out
     assert "model calls: 3" in out
-    assert re.search(r"\[observe: [\d.]+ s, 1 model call\(s\), \d+ tokens in, \d+ out\]", out), out
+    assert re.search(r"\[observe: [\d.]+ s, 1 model call\(s\), \d+ tokens in \(\d+ from the prompt cache\), \d+ out\]",
+                     out), out
+    assert "[model: ready at once]" in out and re.search(r"act/observe: \d\.\d\d", out), out
     assert _model_config.HOW_TO_CONFIGURE not in out
 
 

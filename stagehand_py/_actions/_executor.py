@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
@@ -198,7 +199,7 @@ async def execute_plan(
         if watcher is not None:  # the run viewer's picture: this element, before anything is sent
             await watcher.before_action(page, element, action, variables)
         async with trace_group(page, action_title(action), variables):
-            await traced_action(spec.name, selector, lambda: spec.run(call, params), element_id=plan.element_id)
+            await traced_action(spec.name, selector, partial(spec.run, call, params), element_id=plan.element_id)
     except PlaywrightError as exc:
         after = " after it was sent to the page (it may have taken effect, so it is not repeated)" if sent.sent else ""
         error = translate_error(

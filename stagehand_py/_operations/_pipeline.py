@@ -34,27 +34,27 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
 from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
 from .._errors import ConfigurationError, InvalidArgumentError
-from .._prompts.common import Fence, page_fence
+from .._prompts.common import Fence, page_fence, reuse_layout, states_section, with_states
 from .._prompts.vision import EXTRACT_SCREENSHOT_NOTE, VISION_SYSTEM_NOTE, screenshot_legend
 from .._secrets import VariableSet
 from .._session import OperationContext
 from .._vision import LOW_CONFIDENCE, annotated_screenshot, page_screenshot
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, parse_line
+from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, estimate_tokens, parse_line
 from ._budget import chunk_budget, pieces
 from ._choice import as_choice
 from ._relevance import rank_chunks
 
 __all__ = ["Looked", "PageParts", "PageRead", "Prompt", "Question", "VisionMode", "ask", "ask_part", "ask_parts",
            "check_vision", "look", "model_sees", "new_lines", "plan_requests", "read_page", "require_sight", "settle",
-           "split_page", "with_annotated_screenshot", "with_page_screenshot"]
+           "split_page", "states_apart", "with_annotated_screenshot", "with_page_screenshot"]
 
 logger = logging.getLogger("stagehand_py._operations")
 
@@ -101,6 +101,8 @@ class PageParts:
     chunks: list[OutlineChunk]
     #: How many pieces the page has in all (``chunks`` may be fewer, or reordered).
     total: int
+    #: Each chunk's volatile states are shown apart from its outline (:func:`states_apart`).
+    states_apart: bool = False
 
     def part(self, chunk: OutlineChunk) -> tuple[int, int] | None:
         return (chunk.index + 1, self.total) if self.total > 1 else None
@@ -199,18 +201,60 @@ def new_lines(before: str, after: str) -> str:
     return "\n".join(line[base:] for line in added)
 
 
+#: Line states that change while the page's structure stays (a box ticked, the focus moved, a
+#: password typed), shown apart with named fields' values (:func:`states_apart`). ``[expanded]``
+#: and ``[disabled]`` stay in the outline: what a group shows and what can be acted on are read
+#: from it (the choices, a heal's candidates), and they change with the page's structure anyway.
+VOLATILE_FLAGS = frozenset({"checked", "mixed", "selected", "filled", "focused"})
+#: At most this share of a chunk's budget goes to its states block; a page with more state than
+#: that is shown with its states in the outline, as the snapshot has them.
+_STATES_SHARE = 4
+
+
+def states_apart(text: str) -> tuple[str, list[str]]:
+    """``text`` (an outline or a part of one) without its actionable elements' volatile states, and
+    a line per element that had any: ``[0-15] textbox: Username value="%username%"``. A field with
+    no name keeps its value in the outline (it is all that tells that field apart); every other
+    line is kept byte for byte."""
+    stable: list[str] = []
+    states: list[str] = []
+    for line in text.split("\n"):
+        element = parse_line(line)
+        if element is None or not element.actionable:  # text: a page can write "[checked]" in it
+            stable.append(line)
+            continue
+        moved_value = element.value is not None and bool(element.name)
+        if not (moved_value or VOLATILE_FLAGS.intersection(element.flags)):
+            stable.append(line)
+            continue
+        value = None if moved_value else element.value
+        stable.append(line[: len(line) - len(line.lstrip(" "))] + replace(
+            element, value=value, flags=tuple(f for f in element.flags if f not in VOLATILE_FLAGS)).line)
+        states.append(replace(element, value=element.value if moved_value else None,
+                              flags=tuple(f for f in element.flags if f in VOLATILE_FLAGS)).line)
+    return "\n".join(stable), states
+
+
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,
                rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0,
-               elements: bool = False) -> PageParts:
+               elements: bool = False, keep_states: bool = False) -> PageParts:
     """``text`` in pieces that fit one request of ``prompt`` with ``output``, ranked by relevance
     to ``rank_by`` (and, weighing less, the words of ``hints``: a schema's field names); page
     order when None or when nothing decides. ``elements``: the answer is an element (observe,
-    act), so parts are ranked by their best element read with its section."""
+    act), so parts are ranked by their best element read with its section. The page's volatile
+    states are shown apart (:func:`states_apart`; their block counted in every piece's budget)
+    unless ``keep_states``: a choice-mode extract reads values from the page's own lines."""
     system, user = prompt(Fence(), "", _SAMPLE_PART)
     budget = chunk_budget(ctx.token_budget, [SystemMessage(system), UserMessage(user)], output,
                           extra_reserve=extra_reserve, choice=choice)
+    apart = False
+    if reuse_layout() and not keep_states:
+        states = states_section(states_apart(text)[1], Fence())
+        cost = estimate_tokens(states) if states else 0
+        apart = cost * _STATES_SHARE <= budget
+        budget -= cost if apart else 0
     chunks = pieces(text, budget)
-    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks))
+    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks), apart)
 
 
 async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel] | dict[str, Any], *, purpose: str,
@@ -252,14 +296,16 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
     """
     client = ctx.model()
     fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
-    system, user = question.prompt(fence, chunk.text, parts.part(chunk))
+    outline, states = states_apart(chunk.text) if parts.states_apart else (chunk.text, [])
+    system, user = question.prompt(fence, outline, parts.part(chunk))
+    user = with_states(user, states, fence)
     shots = list(images)
     if with_image:
         system, user, shots = await with_annotated_screenshot(
             ctx.page, page.snapshot, system, user, fence, variables=ctx.variables)
     output, check = question.output, question.check
     if elements and client.choice_mode and isinstance(output, type):
-        choice = as_choice(system, user, output, outline=chunk.text, fence=fence, token_budget=ctx.token_budget,
+        choice = as_choice(system, user, output, outline=outline, fence=fence, token_budget=ctx.token_budget,
                            check=check, instruction=instruction, only=only,
                            rank_choices=parts.total > 1)
         if choice is None:

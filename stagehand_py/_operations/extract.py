@@ -281,7 +281,7 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
     choosing = target.plan is not None
     parts = split_page(ctx, page.text, partial(_prompt, target, None, note), full_wire,
                        rank_by=target.instruction, hints="" if target.free_text else schema_words(target.schema),
-                       extra_reserve=reserve + 30, choice=choosing)
+                       extra_reserve=reserve + 30, choice=choosing, keep_states=choosing)
     wire = to_wire_schema(target.schema, partial=True) if parts.total > 1 else full_wire
     lines = page_lines(page.text, page.snapshot.url_map) if choosing else []
     links, words = Links(page.snapshot), PageWords(page.text, redact=ctx.variables.redact)

@@ -2,8 +2,8 @@
 supplies (:class:`Mode`), and :class:`Finished`, which ends a run with a status.
 
 A :class:`Run` holds everything a step reads: the driver, the clients, the config, the run's
-data and books, and the hygiene pieces (:mod:`.hygiene`). Step functions (:mod:`._step`) and
-tools (:mod:`._tools`) take it explicitly.
+data and books, and the hygiene pieces (:mod:`.hygiene`). The loop and step functions
+(:mod:`._loop`, :mod:`._step`, :mod:`._tool_calls`) and tools (:mod:`._tools`) take it explicitly.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from ._profiles import (
     default_profile,
     llama_cpp_server_profile,
 )
-from ._providers._local import LocalModel, release_local_models
+from ._providers._local import LocalModel, ModelLoad, release_local_models
 from ._request import ComputerTool, LanguageModel, LLMRequest, ModelResponse, ProviderTool
 from ._retry import RetryPolicy
 
@@ -72,6 +72,7 @@ __all__ = [
     "Timing",
     "LOCAL_TIMING",
     "LocalModel",
+    "ModelLoad",
     "release_local_models",
     "default_model",
     "ModelChoice",

@@ -2,15 +2,17 @@
 
 Short prompts keep each call to a second or two. What is checked: schema-constrained JSON and
 usage, one engine shared by every model object, thread and event loop, the prompt cache reused
-across calls, cancellation that frees the slot, a context overflow as a typed error, and the HTTP
+across calls, cancellation that frees the slot, a context overflow as a typed error, the HTTP
 side xllamacpp always opens (loopback only, refused without the key), which also serves as a real
-llama.cpp server for the OpenAI-compatible path.
+llama.cpp server for the OpenAI-compatible path, and the fixed prompt's cache saved beside the
+model (restored by the next engine, never holding page text or a value).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import struct
 import subprocess
 import threading
 import time
@@ -22,9 +24,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from stagehand_py import BadRequestError
+from stagehand_py import BadRequestError, ConfigurationError
 from stagehand_py.llm import LLMClient, LocalModel, Profile, SystemMessage, UserMessage
 from stagehand_py.llm._providers import _local
+from stagehand_py.llm._providers._local_prefix import cache_folder
 
 from ._local_model import require_local_model
 
@@ -162,3 +165,83 @@ async def test_release_frees_every_engine(model: LocalModel) -> None:
     assert engine.server is None and not _local._ENGINES
     again = await LLMClient(model).generate([UserMessage("Say no.")], output=VERDICT)  # loads a new engine
     assert again.output in ({"answer": "yes"}, {"answer": "no"}) and model._engine is not engine
+
+
+# --- the fixed prompt's cache, saved beside the model ------------------------------------------------
+
+#: Fixed instructions, as a Stagehand passes its verbs' system prompt (shorter: the mechanism is the same).
+FIXED = "You read web pages for a program and answer in JSON. " + " ".join(f"Rule {i}: be exact." for i in range(12))
+CANARY_PAGE = "Quokkafjord-canary-7f3a"  # page text
+CANARY_VALUE = "hunter2-zebra-9b1c"  # a variable's value
+
+
+def _post(engine: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(f"{engine.server.listening_address}{path}", method="POST",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {engine.api_key}"})
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        result: dict[str, Any] = json.loads(answer.read())
+        return result
+
+
+def _holds(data: bytes, engine: Any, text: str) -> bool:
+    """Whether ``data`` holds ``text`` as written or as the token ids a slot file stores (int32)."""
+    ids = _post(engine, "/tokenize", {"content": f" {text}", "add_special": False})["tokens"][1:]
+    return text.encode() in data or struct.pack(f"<{len(ids)}i", *ids) in data
+
+
+async def test_the_fixed_prompt_is_saved_beside_the_model_restored_by_the_next_engine_and_holds_no_page(
+        tmp_path: Any) -> None:
+    link = tmp_path / MODEL.name  # a models folder of the test's own: the cache goes beside the file
+    link.symlink_to(MODEL)
+    question = [SystemMessage(FIXED), UserMessage(f"Page: {CANARY_PAGE}. Typed: {CANARY_VALUE}. Is the page empty?")]
+    first = LocalModel(link, n_ctx=1024, n_threads=2)  # its own engine (the module's has n_ctx=2048)
+    first.start_loading(fixed_prompt=FIXED)
+    load = await first.ready()
+    assert load.prompt_cache in ("computing", "saved") and load.seconds > 0
+    answered = await LLMClient(first).generate(question, output=VERDICT)
+    saved = await first.ready()
+    assert saved.prompt_cache == "saved" and saved.cached_tokens > 20
+    assert answered.usage.cached_tokens >= saved.cached_tokens  # the call reused the warm-up
+    files = list(cache_folder(link).glob("prefix-*.bin"))
+    assert len(files) == 1, files
+    engine = first._engine
+    assert engine is not None
+    # The page and the value the call carried are in the slot, never in the saved file ...
+    for canary in (CANARY_PAGE, CANARY_VALUE):
+        assert not _holds(files[0].read_bytes(), engine, canary)
+    # ... the control: the same slot saved now (after the call) holds both.
+    _post(engine, "/slots/0?action=save", {"filename": "control.bin"})
+    control = (cache_folder(link) / "control.bin").read_bytes()
+    assert _holds(control, engine, CANARY_PAGE) and _holds(control, engine, CANARY_VALUE)
+    await first.aclose()
+    assert first._engine is None and not any(key[0] == str(MODEL.resolve()) and key[1].n_ctx == 1024
+                                             for key in _local._ENGINES)
+
+    # A new engine (as in the next process): the prefix is restored, not computed, and the call
+    # gives the same answer, paying only for what is new.
+    second = LocalModel(link, n_ctx=1024, n_threads=2)
+    second.start_loading(fixed_prompt=FIXED)
+    restored = await second.ready()
+    assert (restored.prompt_cache, restored.cached_tokens) == ("restored", saved.cached_tokens)
+    again = await LLMClient(second).generate(question, output=VERDICT)
+    assert again.output == answered.output
+    assert again.usage.cached_tokens >= saved.cached_tokens
+    await second.aclose()
+
+
+async def test_a_load_that_fails_in_the_background_is_raised_by_the_first_call(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
+    loads: list[Any] = []
+    real_load = _local._load
+    monkeypatch.setattr(_local, "_load", lambda *a: loads.append(a) or real_load(*a))
+    model = LocalModel(broken, n_ctx=1024)
+    model.start_loading(fixed_prompt=FIXED)
+    with pytest.raises(ConfigurationError, match="could not be loaded"):
+        await LLMClient(model).generate([UserMessage("hi")], output=VERDICT)
+    assert len(loads) == 1  # the background load's own error, not a second attempt by the call
+    with pytest.raises(ConfigurationError, match="could not be loaded"):  # the next call tries again
+        await model.ready()
+    assert len(loads) == 2

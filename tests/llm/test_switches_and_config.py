@@ -202,7 +202,7 @@ def test_public_surface_is_pinned() -> None:
         "ImageMediaType", "ToolCallPart", "ToolResultPart", "PendingSafetyCheck", "ComputerTool", "ProviderTool",
         "Profile", "OutputMode", "default_profile",
         "RetryPolicy", "Usage", "UsageLimits", "ModelPrice", "PRICES_AS_OF", "price_for", "Metrics", "Redactor", "REDACTED", "CapturedCall",
-        "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel", "release_local_models",
+        "BLOCK_ENV_VAR", "ResponseFormat", "llama_cpp_server_profile", "LocalModel", "ModelLoad", "release_local_models",
             "Timing", "LOCAL_TIMING",
         "default_model", "ModelChoice", "EMBEDDED_MODEL_FILE", "HOSTED_DEFAULTS", "LOCAL_TOKEN_BUDGET",
     }

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from stagehand_py import Action
+from stagehand_py._operations._pipeline import states_apart
 from stagehand_py._prompts.act import act_user, heal_user
 from stagehand_py._prompts.choice import choice_enum
 from stagehand_py._prompts.common import Fence, set_reuse_layout
@@ -156,3 +158,67 @@ async def test_in_choice_mode_observe_and_act_share_the_choices_too(make_stageha
     assert shared(observe, act) >= choices_end
     assert act.index("Instruction:") > choices_end
     assert shared(observe, act) >= act.index("Instruction:")  # the task and how to choose too
+
+
+def _tick_remember(request: LLMRequest) -> dict[str, object]:
+    if "element_id" not in json.dumps(request.output_schema):  # choice mode: pick the line from the enum
+        line = next(c for c in choice_enum(request.output_schema) if c.startswith("checkbox: Remember me"))
+        found: list[dict[str, object]] = [{"element": line, "method": "check", "arguments": []}]
+    else:
+        found = [element(find_id(request, "checkbox: Remember me"), "check")]
+    return {"elements": found, "opens_options": False} if request.purpose == "act" else {"elements": found}
+
+
+@pytest.mark.parametrize("choice", [False, True], ids=["ids", "choice-mode"])
+async def test_an_act_after_typing_shares_the_outline_the_states_come_after_the_task(make_stagehand, server, choice):
+    """The quickstart's flow: observe, two fields typed (no model), then an act. The values and the
+    focus changed near the top of the form; the outline the model reads leaves them out and the
+    act lists them after the task, so it shares everything before that with the observe."""
+    sh = await make_stagehand(model=LLMClient(FunctionLLM(_tick_remember), choice_mode=choice))
+    await sh.page.goto(server.url("forms.html"))
+    snapshot = await sh.snapshot()
+    with capture_requests() as calls:
+        await sh.observe("the Remember me checkbox", vision=False)
+        for field, value in (("Username", "ada"), ("Password", "pw-canary")):
+            xpath = snapshot.xpath_map[find_id(snapshot.tree, f"textbox: {field}")]
+            await sh.act(Action(selector=f"xpath={xpath}", description=field, method="fill", arguments=[value]))
+        assert (await sh.act("tick the Remember me checkbox", vision=False)).success
+    observe, act = (rendered(c.request) for c in calls)
+    # The snapshot keeps its states (the public outline is unchanged) ...
+    assert re.search(r'textbox: Username value="ada"', (await sh.snapshot()).tree)
+    # ... the outline the model reads does not, and the act's states block has them.
+    outline = act[act.index("<user>"):outline_end(act)]
+    assert "textbox: Username\n" in outline and "value=" not in outline.replace('value="50"', "")
+    states = act.index("\n\nCurrent values and states:")
+    block = act[states:act.index("Instruction:")]
+    assert 'textbox: Username value="ada"' in block and "textbox: Password [filled] [focused]" in block
+    assert "radio: Free [checked]" in block
+    assert shared(observe, act) >= states > outline_end(act)
+    assert "Instruction: tick the Remember me checkbox" in act[states:]
+
+
+def test_states_apart_moves_only_what_a_user_changes() -> None:
+    text = "\n".join([
+        "[0-1] form: Sign in",
+        '  [0-2] textbox: Username value="ada" [required] [focused]',
+        '  [0-3] textbox value="unnamed keeps its value"',
+        "  [0-4] checkbox: Remember me [checked]",
+        "  [0-5] button: Filters [expanded]",
+        "  [0-6] button: Reset [disabled]",
+        "  [0-7] StaticText: value=\"not a field\" [checked]",
+        "  [0-8] textbox: Password [filled]",
+    ])
+    stable, states = states_apart(text)
+    assert stable.split("\n") == [
+        "[0-1] form: Sign in",
+        "  [0-2] textbox: Username [required]",
+        '  [0-3] textbox value="unnamed keeps its value"',
+        "  [0-4] checkbox: Remember me",
+        "  [0-5] button: Filters [expanded]",
+        "  [0-6] button: Reset [disabled]",
+        '  [0-7] StaticText: value="not a field" [checked]',  # page text, kept as it is
+        "  [0-8] textbox: Password",
+    ]
+    assert states == ['[0-2] textbox: Username value="ada" [focused]', "[0-4] checkbox: Remember me [checked]",
+                      "[0-8] textbox: Password [filled]"]
+    assert states_apart("[0-1] link: Home\n  text") == ("[0-1] link: Home\n  text", [])

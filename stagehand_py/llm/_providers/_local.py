@@ -28,38 +28,50 @@ Choices made here, and why:
   never leaves this process, and closed when the engine is freed or the process exits.
 - **Errors before loading.** A missing file, a file that is not GGUF, too little free memory and a
   missing libgomp each raise a :class:`ConfigurationError` that says what to do.
+- **Loading in the background.** :meth:`LocalModel.start_loading` loads the engine in a thread at
+  once (a ``Stagehand`` calls it when it starts) and, given the fixed system prompt, has its prefix
+  ready in the slot: restored from the file saved beside the model, or computed and saved for the
+  next process (:mod:`._local_prefix`). Requests made meanwhile wait for the load; the warm-up
+  holds the engine's lock, so a request queues behind it and reuses what it computed.
+  :meth:`LocalModel.ready` waits for the load and says what it took (:class:`ModelLoad`). A load
+  that fails is raised by the next request, never swallowed; at exit the process waits for a
+  running load and at most one warm-up piece.
 
-Nothing here imports ``xllamacpp`` until the first request, so ``import stagehand_py`` stays light.
+Nothing here imports ``xllamacpp`` until the first request (or the background load), so
+``import stagehand_py`` stays light.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import logging
 import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..._errors import BadRequestError, ConfigurationError, InvalidArgumentError, ProviderError
+from ..._errors import BadRequestError, ConfigurationError, InvalidArgumentError, ProviderError, StagehandError
 from ..._prompts.llm import prompted_json_instructions
 from ..._usage import Usage
 from .._messages import ImagePart
-from .._model_files import FETCH_COMMAND, MODELS_DIR_ENV, models_dir
+from .._model_files import MODELS_DIR_ENV, models_dir
 from .._profiles import Profile, default_profile
 from .._request import LLMRequest, ModelResponse, estimate_input_tokens
 from ._common import timeout_error
+from ._local_checks import check_gguf, check_memory, import_engine, physical_cores, resolve_model_path
+from ._local_prefix import Prefix, cache_folder, prepare_prefix
 
 __all__ = [
     "DEFAULT_N_BATCH",
     "DEFAULT_N_UBATCH",
     "MODELS_DIR_ENV",
     "LocalModel",
+    "ModelLoad",
     "check_memory",
     "import_engine",
     "models_dir",
@@ -70,131 +82,10 @@ __all__ = [
 
 logger = logging.getLogger("stagehand_py")
 
-_OMP_ENV = "OMP_WAIT_POLICY"
-_INSTALL_HINT = "install the extra with `pip install 'stagehand_py[local]'` (a prebuilt wheel; see docs/local_models.md)"
-_GGUF_MAGIC = b"GGUF"
-#: Bytes of key/value cache per context token, generously (Qwen2.5-1.5B needs ~28 KiB in f16).
-_KV_BYTES_PER_TOKEN = 64 * 1024
 #: Prompt tokens per decode call (``n_batch``) and per compute pass (``n_ubatch``); chosen from
 #: ``benchmarks/local_engine_sizes.py`` (its table is in benchmarks/README.md).
 DEFAULT_N_BATCH = 2048
 DEFAULT_N_UBATCH = 512
-
-
-def resolve_model_path(name: str, *, environ: Mapping[str, str] | None = None) -> Path:
-    """The GGUF file ``local/<name>`` means: a path (absolute, relative or ``~``), or a bare
-    file name in :func:`models_dir`. Raises :class:`ConfigurationError` naming where it looked."""
-    if not name.lower().endswith(".gguf"):
-        raise ConfigurationError(
-            f"local model {name!r} is not a .gguf file: use 'local/<path or name>.gguf', e.g. "
-            "'local/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf' or 'local//models/my-model.gguf'."
-        )
-    given = Path(name).expanduser()
-    tried = [given]
-    if given.is_file():
-        return given
-    folder = models_dir(environ)
-    if folder is not None and len(given.parts) == 1:
-        candidate = folder / name
-        tried.append(candidate)
-        if candidate.is_file():
-            return candidate
-    raise ConfigurationError(
-        f"local model file not found (looked at {', '.join(str(t) for t in tried)}). Give a path to a .gguf "
-        f"file, put the file in {folder or '$' + MODELS_DIR_ENV}, or fetch the default one with "
-        f"`{FETCH_COMMAND}` (see docs/local_models.md)."
-    )
-
-
-def check_gguf(path: Path) -> None:
-    """Raise :class:`ConfigurationError` unless ``path`` starts like a GGUF file."""
-    with path.open("rb") as f:
-        magic = f.read(4)
-    if magic != _GGUF_MAGIC:
-        raise ConfigurationError(
-            f"{path} is not a GGUF model file (it starts with {magic!r}, not {_GGUF_MAGIC!r}): it is corrupt or "
-            "of another format. Fetch it again (`stagehand-py model fetch` checks its SHA-256)."
-        )
-
-
-def _available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
-    try:
-        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def check_memory(path: Path, n_ctx: int, *, available: Callable[[], int | None] = _available_memory) -> None:
-    """Raise :class:`ConfigurationError` when the model clearly will not fit in free memory.
-
-    The estimate is the file's size plus a key/value cache for ``n_ctx`` tokens; an unknown amount
-    of free memory (no /proc) lets the load go ahead.
-    """
-    free = available()
-    if free is None:
-        return
-    needed = path.stat().st_size + n_ctx * _KV_BYTES_PER_TOKEN
-    if needed > free:
-        raise ConfigurationError(
-            f"too little memory for local model {path.name}: it needs about {needed / 2**30:.1f} GiB "
-            f"(the file plus a {n_ctx}-token context) and {free / 2**30:.1f} GiB is free. Close other programs, "
-            "lower LocalModel(n_ctx=...), or use a smaller model."
-        )
-
-
-def physical_cores(cpus: Any = None, topology: Path = Path("/sys/devices/system/cpu")) -> int:
-    """Physical cores this process may run on: the CPUs of its affinity mask, hyper-threads of
-    one core counted once (llama.cpp computes no faster with two threads on one core, and a
-    thread per logical CPU leaves none for the browser). Falls back to the CPU count."""
-    if cpus is None:
-        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    cores: set[tuple[str, str]] = set()
-    for cpu in cpus:
-        try:
-            package = (topology / f"cpu{cpu}" / "topology" / "physical_package_id").read_text().strip()
-            core = (topology / f"cpu{cpu}" / "topology" / "core_id").read_text().strip()
-        except OSError:
-            return max(1, len(cpus))
-        cores.add((package, core))
-    return max(1, len(cores))
-
-
-def import_engine(environ: Any = None, importer: Callable[[], Any] | None = None) -> Any:
-    """Import ``xllamacpp``, first setting ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it.
-
-    ``environ`` is ``os.environ`` (tests pass a dict); ``importer`` is the import itself (tests
-    pass one that fails). Raises :class:`ConfigurationError` when the extra or libgomp is missing.
-    """
-    import sys
-
-    env = os.environ if environ is None else environ
-    if "xllamacpp" not in sys.modules:
-        if _OMP_ENV not in env:
-            env[_OMP_ENV] = "PASSIVE"
-            logger.info("set %s=PASSIVE before loading llama.cpp (idle OpenMP threads must not spin "
-                        "while the browser needs the CPU); set it yourself to choose another value", _OMP_ENV)
-    elif _OMP_ENV not in env:
-        logger.warning("xllamacpp was imported before stagehand_py could set %s=PASSIVE; generation can be much "
-                       "slower while the browser is busy. Set %s=PASSIVE before starting Python.", _OMP_ENV, _OMP_ENV)
-
-    def default_importer() -> Any:
-        import xllamacpp
-
-        return xllamacpp
-
-    try:
-        return (importer or default_importer)()
-    except ImportError as exc:
-        if "libgomp" in str(exc):
-            raise ConfigurationError(
-                f"local models need the GNU OpenMP runtime, which is missing ({exc}): install it with "
-                "`apt-get install libgomp1` (Debian, Ubuntu)."
-            ) from exc
-        raise ConfigurationError(f"local models need xllamacpp, which is not installed: {_INSTALL_HINT}.") from exc
 
 
 @dataclass(frozen=True)
@@ -214,23 +105,34 @@ class _Engine:
 
     server: Any
     api_key: str
+    #: Where its fixed prompts' caches are saved: beside the file it was loaded from.
+    cache_folder: Path
     lock: threading.Lock = field(default_factory=threading.Lock)
     users: int = 0
+    #: What became of each fixed prompt prepared on this engine (see :mod:`._local_prefix`).
+    prefixes: dict[str, Prefix] = field(default_factory=dict)
 
 
 _ENGINES: dict[tuple[str, _Sizes], _Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def _acquire_engine(path: Path, sizes: _Sizes) -> _Engine:
+def _acquire_engine(path: Path, sizes: _Sizes, *, hold: bool = False) -> _Engine:
+    """The engine for ``path`` and ``sizes``, loaded when there is none; ``hold``: returned with its
+    lock held (taken before any request can, when this call loaded it)."""
     key = (str(path.resolve()), sizes)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
+        fresh = engine is None
         if engine is None:
             engine = _load(path, sizes)
             _ENGINES[key] = engine
         engine.users += 1
-        return engine
+        if hold and fresh:
+            engine.lock.acquire()
+    if hold and not fresh:
+        engine.lock.acquire()
+    return engine
 
 
 def _release_engine(engine: _Engine) -> None:
@@ -272,6 +174,9 @@ def _load(path: Path, sizes: _Sizes) -> _Engine:
     threads = sizes.n_threads if sizes.n_threads is not None else physical_cores()
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    # Where the fixed prompt's cache is saved and restored (a folder beside the model; created when
+    # the first one is saved). Only this process can use it: the HTTP side wants the key above.
+    params.slot_save_path = str(cache_folder(path)) + os.sep
     started = time.perf_counter()
     try:
         server = xllamacpp.Server(params)
@@ -282,7 +187,39 @@ def _load(path: Path, sizes: _Sizes) -> _Engine:
         ) from exc
     logger.info("loaded local model %s in %.1f s (n_ctx=%d, n_batch=%d, n_ubatch=%d, %d threads)", path.name,
                 time.perf_counter() - started, sizes.n_ctx, sizes.n_batch, sizes.n_ubatch, threads)
-    return _Engine(server=server, api_key=api_key)
+    return _Engine(server=server, api_key=api_key, cache_folder=cache_folder(path))
+
+
+@dataclass(frozen=True)
+class ModelLoad:
+    """How a model got ready to answer (``await Stagehand.model_ready()``).
+
+    ``seconds``: the load itself (the file into memory and, when its cache was saved, the fixed
+    prompt restored), apart from any call; 0 for a hosted model or an engine already loaded.
+    ``prompt_cache``: what became of the fixed prompt every verb starts with: ``"restored"`` from
+    the file saved beside the model by an earlier run, ``"computing"`` now in the background (no
+    saved file yet: the first call waits for it, and it is saved for the next run), ``"saved"``
+    (computed and saved), ``"computed"`` (not saved: the folder is not writable), ``"off"`` (a
+    hosted model, or no fixed prompt). ``cached_tokens``: that prompt's tokens.
+    """
+
+    model: str
+    seconds: float
+    prompt_cache: Literal["restored", "computing", "saved", "computed", "off"]
+    cached_tokens: int = 0
+
+
+#: Set at exit: a warm-up stops after its current piece.
+_STOP = threading.Event()
+_LOADERS: set[threading.Thread] = set()
+
+
+@atexit.register
+def _wait_for_loaders() -> None:
+    """At exit, let a running load finish (an engine torn down under it would crash the process)."""
+    _STOP.set()
+    for thread in list(_LOADERS):
+        thread.join(timeout=120)
 
 
 class LocalModel:
@@ -298,8 +235,8 @@ class LocalModel:
     measured on 2 CPU cores, see benchmarks/README.md); ``timeout`` (seconds per request, counted from
     when the engine starts on it) defaults to the profile's bound for each prompt's size. The file
     is checked here; the model is loaded
-    (``import xllamacpp`` included) on the first request and shared with every other
-    ``LocalModel`` of the same file and settings in this process.
+    (``import xllamacpp`` included) by :meth:`start_loading` or on the first request, and shared with
+    every other ``LocalModel`` of the same file and settings in this process.
     """
 
     provider = "local"
@@ -334,19 +271,93 @@ class LocalModel:
         self._timeout = timeout
         self._engine: _Engine | None = None
         self._engine_lock = threading.Lock()
+        self._loaded: threading.Event | None = None  # set once a background load is over
+        self._load: ModelLoad | None = None
+        self._load_error: StagehandError | None = None
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.path)!r}, n_ctx={self._n_ctx})"
 
     async def aclose(self) -> None:
         """Drop this model's hold on the shared engine (the last holder frees its memory)."""
+        if self._loaded is not None:  # a background load: its engine is this model's hold too
+            await asyncio.to_thread(self._loaded.wait)
         with self._engine_lock:
             engine, self._engine = self._engine, None
         if engine is not None:
             await asyncio.to_thread(_release_engine, engine)
 
-    def _get_engine(self) -> _Engine:
+    def start_loading(self, *, fixed_prompt: str | None = None) -> None:
+        """Load the engine now, in a background thread, and have ``fixed_prompt``'s prefix ready
+        (restored from the file beside the model, or computed and saved there; see
+        :mod:`._local_prefix`). ``fixed_prompt`` is written to disk as the model's cache: pass fixed
+        instructions only, never page text or a value. Returns at once; does nothing when a load
+        already started or the engine is loaded."""
         with self._engine_lock:
+            if self._loaded is not None or (self._engine is not None and self._engine.server is not None):
+                return
+            loaded = self._loaded = threading.Event()
+        thread = threading.Thread(target=self._load_in_background, args=(fixed_prompt, loaded), daemon=True,
+                                  name=f"stagehand-load-{self.model_name}")
+        _LOADERS.add(thread)
+        thread.start()
+
+    async def ready(self) -> ModelLoad:
+        """Wait for the engine (loading it now when nothing started it) and say what the load took.
+        Raises what the load raised (a :class:`ConfigurationError` saying what to do)."""
+        self.start_loading()
+        loaded = self._loaded
+        if loaded is not None:
+            await asyncio.to_thread(loaded.wait)
+        await asyncio.to_thread(self._get_engine)
+        return self._load or ModelLoad(self.model_name, 0.0, "off")
+
+    def _load_in_background(self, fixed_prompt: str | None, loaded: threading.Event) -> None:
+        started = time.perf_counter()
+        try:
+            engine = _acquire_engine(self.path, self._sizes, hold=True)
+        except StagehandError as exc:
+            self._load_error = exc
+            loaded.set()
+            _LOADERS.discard(threading.current_thread())
+            return
+        try:
+            with self._engine_lock:
+                self._engine = engine
+            seconds = time.perf_counter() - started
+            self._load = ModelLoad(self.model_name, seconds, "off")
+            if fixed_prompt and engine.server is not None:
+                prefix = engine.prefixes.get(fixed_prompt)
+                if prefix is None:
+                    def computing() -> None:  # no saved file: requests may go on waiting behind the warm-up
+                        self._load = ModelLoad(self.model_name, seconds, "computing")
+                        loaded.set()
+
+                    prefix = prepare_prefix(engine.server, engine.api_key, model=self.path, folder=engine.cache_folder,
+                                            system=fixed_prompt, settings=self._cache_settings(), stop=_STOP,
+                                            on_compute=computing)
+                    engine.prefixes[fixed_prompt] = prefix
+                restored = prefix.seconds if prefix.outcome == "restored" else 0.0
+                self._load = ModelLoad(self.model_name, seconds + restored, prefix.outcome, prefix.tokens)
+        finally:
+            engine.lock.release()
+            loaded.set()
+            _LOADERS.discard(threading.current_thread())
+
+    def _cache_settings(self) -> dict[str, Any]:
+        """What, besides the model file and the prompt, keys the saved prompt cache."""
+        import xllamacpp
+
+        return {"n_ctx": self._sizes.n_ctx, "n_batch": self._sizes.n_batch, "n_ubatch": self._sizes.n_ubatch,
+                "engine": str(getattr(xllamacpp, "__version__", "?"))}
+
+    def _get_engine(self) -> _Engine:
+        if self._loaded is not None:
+            self._loaded.wait()  # a background load: its engine, or its error
+        with self._engine_lock:
+            if self._load_error is not None:
+                error, self._load_error, self._loaded = self._load_error, None, None  # the next call tries again
+                raise ConfigurationError(str(error)) from error
             if self._engine is None or self._engine.server is None:
                 self._engine = _acquire_engine(self.path, self._sizes)
             return self._engine
