@@ -1,4 +1,4 @@
-"""``stagehand-py replay <stored run | exported file> [--check]``: replay a recorded agent run.
+"""``stagehand-py replay <stored run | exported file>... [--check]``: replay recorded agent runs.
 
 With ``--check`` no model is used at all (model requests are blocked, nothing heals): each step
 prints ``replayed`` or ``drifted`` (the element it was recorded on and what the page shows at
@@ -11,6 +11,10 @@ The input is a stored run (``<cache_dir>/agent-runs/run-*.json``) or a file writ
 ``AgentResult.to_script`` / ``to_pytest``, read back from its calls and the constants it pins
 (never executed): a check deleted from the file is not made. Variable values come from
 ``STAGEHAND_VAR_<NAME>`` environment variables.
+
+Several files run one after another in this one process, each on a browser of its own, each under
+a ``== FILE`` line; the exit code is then the worst: 2 when a file could not be read or replayed,
+else 1 when any drifted.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def add_replay_parser(commands: Any) -> None:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="a stored run (agent-runs/run-*.json) or a file from to_script()/to_pytest()")
+    parser.add_argument("sources", metavar="source", nargs="+",
+                        help="a stored run (agent-runs/run-*.json) or a file from to_script()/to_pytest(); several are checked in turn")
     parser.add_argument("--check", action="store_true", help="no model: report replayed/drifted per step; exit 1 on drift")
     parser.add_argument("--headed", action="store_true", help="show the browser")
 
@@ -190,14 +195,26 @@ async def _replay(recording: RunRecording, *, check: bool, headless: bool) -> in
     return 1 if drifted or differences else 0
 
 
+async def _replay_all(sources: list[Path], *, check: bool, headless: bool) -> int:
+    codes = []
+    for source in sources:
+        if len(sources) > 1:
+            print(f"== {source}", flush=True)
+        try:
+            recording = load_recording(source) if source.suffix == ".json" else recording_from_file(source)
+            codes.append(await _replay(recording, check=check, headless=headless))
+        except StagehandError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            codes.append(2)
+        sys.stdout.flush()
+    if len(sources) > 1:  # the scheduled job's answer per file, from the same exit codes
+        said = {0: "as recorded", 1: "drifted", 2: "error"}
+        print("== each file:", *(f"{said[code]}: {source}" for code, source in zip(codes, sources, strict=True)), sep="\n")
+    return max(codes)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="stagehand-py replay", description=__doc__.split("\n\n")[0])
     _arguments(parser)
     args = parser.parse_args(argv)
-    source = Path(args.source)
-    try:
-        recording = load_recording(source) if source.suffix == ".json" else recording_from_file(source)
-        return asyncio.run(_replay(recording, check=args.check, headless=not args.headed))
-    except StagehandError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return asyncio.run(_replay_all([Path(s) for s in args.sources], check=args.check, headless=not args.headed))

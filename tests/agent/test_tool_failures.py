@@ -4,6 +4,8 @@ ends a run. On both page kinds, with a real browser and a scripted model."""
 
 from __future__ import annotations
 
+import contextlib
+
 from _server import Response
 
 from stagehand_py import Action, Stagehand, StagehandError
@@ -79,3 +81,33 @@ async def test_no_untyped_exception_leaves_execute(new_stagehand, server, tmp_pa
         assert isinstance(exc.__cause__, OSError)
     else:
         raise AssertionError("execute() should have stopped on the unwritable checkpoint")
+
+
+async def crash_the_tab(stagehand: Stagehand) -> str:
+    """Crash the tab's renderer (as a page that runs out of memory does)."""
+    async with stagehand.page.expect_event("crash"):
+        with contextlib.suppress(Exception):  # the navigation is aborted by the crash
+            await stagehand.page.goto("chrome://crash")
+    return "crashed"
+
+
+async def test_a_page_that_cannot_be_captured_is_a_failed_step_and_the_breaker_ends_the_run(new_stagehand, server):
+    # A computer-use step begins with a screenshot; a crashed tab cannot give one. Each step's
+    # failed capture is a failed step (an infrastructure one), and the circuit breaker ends the
+    # run with a result that says why, instead of an exception out of execute() (shown failing
+    # without the capture guard in _step._one_step: AgentError; and before the CUA capture
+    # stopped detaching a failed screenshot's CDP session: the run hung; both reverted).
+    script = AgentScript([call("crash_the_tab")])
+    sh = await new_stagehand(model=script)
+    await sh.page.goto(server.url("site/index.html"))
+    try:
+        result = await sh.agent(mode="cua", tools=[crash_the_tab]).execute("Crash, then go on", max_steps=8)
+    finally:
+        # Closed here: Stagehand.close() on a wrapped tab that crashed waits forever on detaching
+        # its CDP session (browser/_cdp.py, PlaywrightSession.detach; reported, not this test's subject).
+        await sh.page.close()
+    assert result.status == "failed" and "circuit breaker: 3 infrastructure failures" in result.message
+    assert [s.tool for s in result.steps] == ["crash_the_tab"] + ["(page not captured)"] * 3
+    assert all(not s.ok and s.error_kind == "infrastructure" for s in result.steps[1:])
+    assert result.steps[1].result.startswith("the page could not be captured: Error:")
+    assert len(script.seen) == 1  # the model was never asked about a page it could not be shown

@@ -205,19 +205,23 @@ async def test_an_option_picked_is_its_own_select_and_the_result_says_so(make_st
 # --- an instruction that only finds --------------------------------------------------------------
 
 
-async def test_find_the_input_is_a_click_on_it_not_an_unfillable_placeholder(make_stagehand, server):
+async def test_find_the_input_is_a_click_on_it_not_an_unfillable_placeholder(make_stagehand, server, tmp_path):
     """observe("Find the Company Email input") answered fill with no value (or a made-up
     placeholder, no variables given): act(observed[0]) raised UnknownVariableError. The action keeps
-    the element and does what the instruction asked: a click on it (the field gets the focus)."""
+    the element and does what the instruction asked: a click on it (the field gets the focus). Each
+    observe writes its repairs beside its call in the inference log."""
     script = Script(("fill", "textbox: Company Email", []), ("fill", "textbox: Company Email", ["%company_email%"]))
-    sh = await _open(make_stagehand, server, script, CONTACT, "contact-find.html")
-    for arguments in ([], ["%company_email%"]):
+    sh = await _open(make_stagehand, server, script, CONTACT, "contact-find.html", llm={"inference_log_dir": tmp_path})
+    for n, arguments in enumerate(([], ["%company_email%"])):
         with capture_requests() as calls:
             (action,) = await sh.observe("Find the Company Email input")
         assert len(calls) == 1
         assert (action.method, action.arguments, action.missing_arguments) == ("click", [], [])
         assert [(r.kind, r.outcome) for r in action.repairs] == [("no_value_asked", "corrected")]
         assert action.repairs[0].answered.startswith(f"fill {arguments!r} on [")
+        notes = sorted(tmp_path.glob("*-observe-note.json"))
+        assert len(notes) == n + 1 and json.loads(notes[n].read_text())["note"]["repairs"] == [
+            r.model_dump(mode="json") for r in action.repairs]
     result = await sh.act(action)
     assert result.success and await sh.page.evaluate("document.activeElement.id") == "email"
 

@@ -163,3 +163,46 @@ async def test_the_agents_screenshots_mask_the_secret_field(new_stagehand, mode:
     for image in images:
         region = await field_region(sh.page, image)
         assert (is_masked(region) and not shows_text(region)) if knows_secret else (shows_text(region) and not is_masked(region))
+
+
+COUPON = "SPRING-2731-XQ"
+#: The value echoed as ordinary text (lower case), split across elements, inside a same-origin
+#: iframe, an open shadow root and a button's label; the page world breaks the DOM built-ins a
+#: masker would use there (the mask's code runs in the library's isolated world).
+ECHO_PAGE = f"""<!doctype html><style>body {{ margin: 0; font: 40px monospace; background: #fff; color: #000 }}
+  p, div, input {{ margin: 0 0 30px 10px; width: fit-content }} input {{ font: 40px monospace; border: 0; background: #fff; color: #000 }}</style>
+<p id=echo>Coupon {COUPON.lower()} applied</p><p id=split>Code SPRING-<b>2731</b>-XQ</p><div id=host></div>
+<input id=button type=button value="Use {COUPON}">
+<iframe id=frame style="border: 0; height: 80px; width: 900px" srcdoc="<p id=inner style='margin:0;font:40px monospace;width:fit-content'>in frame {COUPON}</p>"></iframe>
+<p id=plain>Nothing secret</p>
+<script>
+  document.getElementById("host").attachShadow({{mode: "open"}}).innerHTML = "<span id=shadowed>shadow {COUPON}</span>";
+  const walkNothing = Document.prototype.createTreeWalker;
+  Document.prototype.createTreeWalker = function (root, show) {{ return walkNothing.call(this, this.createElement("i"), show) }};
+  Element.prototype.getBoundingClientRect = () => ({{left: 0, top: 0, right: 0, bottom: 0, width: 0, height: 0}});
+  Element.prototype.getClientRects = Range.prototype.getClientRects = () => [];
+  window.getComputedStyle = () => ({{display: "inline"}});
+</script>"""
+ECHOES = ["#echo", "#split", "#host >> #shadowed", "#button", "iframe >> nth=0 >> internal:control=enter-frame >> #inner"]
+
+
+async def test_text_echoing_a_value_is_masked_on_a_hostile_page(new_stagehand) -> None:
+    """The pytest plugin's failure evidence (a full-page screenshot; a model's viewport
+    screenshots paint the same boxes, see the tests above: a field's value is a text run too)
+    boxes every text run showing the value; the control screenshot hides another value, and
+    there every echo shows."""
+    sh = await new_stagehand()
+    page = sh.page
+    await page.set_viewport_size({"width": 1000, "height": 700})
+    await page.set_content(ECHO_PAGE)
+    await page.frame_locator("#frame").locator("#inner").wait_for()
+    for variables, masked in ((VariableSet.of({"coupon": COUPON}), True), (VariableSet.of({"coupon": "not-on-the-page"}), False)):
+        image = Image.open(io.BytesIO(await masked_screenshot(page, variables, full_page=True, scale="css"))).convert("RGB")
+        for selector in [*ECHOES, "#plain"]:
+            box = await page.locator(selector).bounding_box()
+            assert box is not None, selector
+            region = image.crop((round(box["x"]) + 2, round(box["y"]) + 2, round(box["x"] + box["width"]) - 2, round(box["y"] + box["height"]) - 2))
+            if masked and selector != "#plain":
+                assert is_masked(region) and not shows_text(region), selector
+            else:
+                assert shows_text(region) and not is_masked(region), selector

@@ -86,14 +86,14 @@ class CuaMode:
             import base64
 
             cdp = await page.context.new_cdp_session(page)
-            try:
-                shot = await cdp.send("Page.captureScreenshot", {
-                    "format": "png",
-                    "clip": {"x": 0, "y": 0, "width": vw, "height": vh, "scale": scale},
-                    "captureBeyondViewport": False,
-                })
-            finally:
-                await cdp.detach()
+            # No detach when the capture failed: on a crashed tab it never returns (the session
+            # goes with the tab).
+            shot = await cdp.send("Page.captureScreenshot", {
+                "format": "png",
+                "clip": {"x": 0, "y": 0, "width": vw, "height": vh, "scale": scale},
+                "captureBeyondViewport": False,
+            })
+            await cdp.detach()
             data = base64.b64decode(str(shot["data"]))
         sw, sh = png_size(data)
         self.geometry = ScreenGeometry(vw, vh, sw, sh)
