@@ -28,6 +28,7 @@ from ._replayed_run import run_store, run_with_recording
 from ._run import EventCallback, Run
 from ._tools import Tool, ToolSet, tool_from_function
 from ._types import AgentEvent, AgentMode, AgentResult, Driver
+from ._viewing import viewing
 from .modes import make_mode
 
 __all__ = ["Agent"]
@@ -124,9 +125,10 @@ class Agent:
             run.guard = guard
             recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), run.variables.names)
                          if store is not None and replay is not False else None)
-            return await traced_agent_run(lambda: run_with_recording(run, recording, live, store), instruction=instruction,
-                                          mode=self._config.mode, model=model_label(self._client), max_steps=max_steps,
-                                          variables=run.variables)
+            async with viewing(run):  # its steps as trace groups and run viewer steps; run.html in evidence_dir
+                return await traced_agent_run(lambda: run_with_recording(run, recording, live, store),
+                                              instruction=instruction, mode=self._config.mode,
+                                              model=model_label(self._client), max_steps=max_steps, variables=run.variables)
         finally:
             if guard is not None:
                 await guard.release()

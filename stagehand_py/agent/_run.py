@@ -212,15 +212,7 @@ class Run:
         return self.variables.redact(text)
 
     def redact_data(self, value: Any) -> Any:
-        if not self.variables.hides_anything:
-            return value
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, Mapping):
-            return {self.redact(str(k)): self.redact_data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_data(v) for v in value]
-        return value
+        return self.variables.redact_data(value)
 
     # --- browser helpers for tools -------------------------------------------------------------
 
