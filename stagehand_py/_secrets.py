@@ -357,6 +357,19 @@ class VariableSet:
         """``text`` with every hidden value and its echoes as ``%name%`` (:func:`redact_text`)."""
         return redact_text(text, self._hidden) if self.hides_anything else text  # type: ignore[arg-type]  # checked by of()
 
+    def redact_data(self, value: Any) -> Any:
+        """``value`` (JSON-like: strings, mappings, lists) with every string redacted, keys too;
+        anything else as it is."""
+        if not self.hides_anything:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            return {self.redact(str(k)): self.redact_data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_data(v) for v in value]
+        return value
+
     @property
     def hides_anything(self) -> bool:
         """False when there is no value to hide (none given, or only empty ones): no redaction pass needed."""

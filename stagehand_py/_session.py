@@ -53,6 +53,8 @@ class PageSession:
         #: selector -> role and name of the element an observe/act planned on; act(action) checks
         #: the page still shows that element there before acting.
         self.identities: dict[str, ElementIdentity] = {}
+        #: The last whole-page snapshot taken (what a verb's model was shown): the run viewer's outline.
+        self.last_read: Snapshot | None = None
 
     async def install_helpers(self) -> None:
         if not self._helpers_installed:
@@ -78,8 +80,8 @@ class PageSession:
                 if alone and selector is not None and not confidence:
                     found = await capture_element(targets, self.ordinals, memory=self._memory, selector=selector)
                     if found is not None:
-                        return found
-                return await capture_snapshot(targets, self.ordinals, memory=self._memory,
+                        return found  # a part of the page: the viewer keeps the last whole-page read
+                snap = await capture_snapshot(targets, self.ordinals, memory=self._memory,
                                               selector=selector, confidence=confidence)
         except TimeoutError as exc:
             raise StagehandTimeoutError(
@@ -87,6 +89,8 @@ class PageSession:
                 f"{timeout:g} s: the page's main thread is busy (a script that never yields) or the page is enormous. "
                 "Wait for the page, or pass a larger snapshot(timeout=...)."
             ) from exc
+        self.last_read = snap if selector is None else self.last_read
+        return snap
 
     async def close(self) -> None:
         """Detach from the tab's CDP targets (nothing to do when the tab went first)."""

@@ -27,9 +27,10 @@ from ._operations.expect import Expectation
 from ._secrets import VariableSet
 from ._session import SNAPSHOT_TIMEOUT, OperationContext, PageSession, PageSessions
 from ._types import Action, ActResult, BlockedRequest, SavedDownload, Variables
+from ._viewer import verb_step
 from .browser._guard import check_patterns
 from .browser._options import BrowserOptions, with_allowed_domains
-from .browser._recording import TraceMode, remember_variables, trace_group
+from .browser._recording import TraceMode
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
@@ -414,12 +415,11 @@ class Stagehand:
         await self._guarded()
         session = ctx.session if ctx is not None else self._driven()  # made by _context just now, checked open there
         try:
-            remember_variables(session.page.context, self._variables_seen)
-            async with asyncio.timeout_at(deadline) as scope, trace_group(
-                    session.page, f"{what}: {instruction or title}".rstrip(": "), self._variables_seen):
+            async with asyncio.timeout_at(deadline) as scope, verb_step(session, what, instruction or title,
+                                                                        self._variables_seen, spent=lambda: self.metrics.total) as step:
                 await session.install_helpers()
-                return await traced_operation(what, operation, instruction=instruction, url=session.page.url,
-                                              variables=self._variables_seen)
+                return step.done(await traced_operation(what, operation, instruction=instruction, url=session.page.url,
+                                                        variables=self._variables_seen))
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise

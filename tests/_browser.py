@@ -36,11 +36,17 @@ async def stagehand_beside(launched: Stagehand, **options: Any) -> AsyncIterator
     try:
         page = await own.new_page()
         stagehand = Stagehand(page, _session=BrowserSession(page=page, direct=launched._session.direct), **options)
+        own_close = stagehand.close
+
+        async def close() -> None:  # a test may close it itself (to write its trace): never the shared connection
+            stagehand._session.direct = None  # the launched Stagehand's: it closes it
+            await own_close()
+
+        stagehand.close = close  # type: ignore[method-assign]
         try:
             await stagehand._install_helpers()  # what launch() does before the first navigation
             yield stagehand
         finally:
-            stagehand._session.direct = None  # the launched Stagehand's: it closes it
             await stagehand.close()
     finally:
         await own.close()

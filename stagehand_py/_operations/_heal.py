@@ -129,7 +129,8 @@ async def run_plan(ctx: OperationContext, plan: Plan, dispatches: Dispatches, *,
         # was the problem, and re-asking the model that chose it is no fix.
         if len(dispatches.sent) > before or isinstance(exc, SecretPlacementError):
             raise
-        if identity is None or not isinstance(exc, _NotThePlannedElement | ElementNotFoundError):
+        gone = isinstance(exc, ElementNotFoundError) and exc.selector == action.selector  # not a drag target
+        if identity is None or not (isinstance(exc, _NotThePlannedElement) or gone):
             if not can_heal:
                 raise
             logger.info("%s on %s failed (%s); self-healing", action.method, action.selector, type(exc).__name__)

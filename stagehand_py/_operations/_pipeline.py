@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel
@@ -47,7 +47,7 @@ from .._secrets import VariableSet
 from .._session import OperationContext
 from .._vision import LOW_CONFIDENCE, annotated_screenshot, page_screenshot
 from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
-from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, estimate_tokens, parse_line
+from ..snapshot import OutlineChunk, Snapshot, SnapshotElement, estimate_tokens, parse_line, states_apart
 from ._budget import chunk_budget, pieces
 from ._choice import as_choice
 from ._relevance import rank_chunks
@@ -201,38 +201,9 @@ def new_lines(before: str, after: str) -> str:
     return "\n".join(line[base:] for line in added)
 
 
-#: Line states that change while the page's structure stays (a box ticked, the focus moved, a
-#: password typed), shown apart with named fields' values (:func:`states_apart`). ``[expanded]``
-#: and ``[disabled]`` stay in the outline: what a group shows and what can be acted on are read
-#: from it (the choices, a heal's candidates), and they change with the page's structure anyway.
-VOLATILE_FLAGS = frozenset({"checked", "mixed", "selected", "filled", "focused"})
 #: At most this share of a chunk's budget goes to its states block; a page with more state than
 #: that is shown with its states in the outline, as the snapshot has them.
 _STATES_SHARE = 4
-
-
-def states_apart(text: str) -> tuple[str, list[str]]:
-    """``text`` (an outline or a part of one) without its actionable elements' volatile states, and
-    a line per element that had any: ``[0-15] textbox: Username value="%username%"``. A field with
-    no name keeps its value in the outline (it is all that tells that field apart); every other
-    line is kept byte for byte."""
-    stable: list[str] = []
-    states: list[str] = []
-    for line in text.split("\n"):
-        element = parse_line(line)
-        if element is None or not element.actionable:  # text: a page can write "[checked]" in it
-            stable.append(line)
-            continue
-        moved_value = element.value is not None and bool(element.name)
-        if not (moved_value or VOLATILE_FLAGS.intersection(element.flags)):
-            stable.append(line)
-            continue
-        value = None if moved_value else element.value
-        stable.append(line[: len(line) - len(line.lstrip(" "))] + replace(
-            element, value=value, flags=tuple(f for f in element.flags if f not in VOLATILE_FLAGS)).line)
-        states.append(replace(element, value=element.value if moved_value else None,
-                              flags=tuple(f for f in element.flags if f in VOLATILE_FLAGS)).line)
-    return "\n".join(stable), states
 
 
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,

@@ -6,8 +6,8 @@
 - :func:`annotated_screenshot`: the viewport with numbered boxes around the snapshot's
   actionable elements; box numbers map to outline element ids.
 - :func:`page_screenshot`: the viewport or one element, for extraction.
-- :func:`masked_screenshot`: a screenshot with every field holding a variable's value (a
-  secret) masked; every screenshot bound for a model goes through it.
+- :func:`masked_screenshot`: a screenshot with every field and text run showing a variable's
+  value (a secret) masked; every screenshot we take for a model or the user goes through it.
 
 Images are capped in size (downscaled, PNG or JPEG by size) and deterministic for one page state.
 """

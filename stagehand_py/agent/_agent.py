@@ -2,7 +2,7 @@
 
 ``execute`` makes a :class:`._run.Run`, holds the browser context's allowed-domains guard for the
 run (narrowing the Stagehand's, or installing one), and hands the run to the loop
-(:func:`._step.run_loop`) with the config's mode (:mod:`.modes`) and the tool set. The guard is
+(:func:`._loop.run_loop`) with the config's mode (:mod:`.modes`) and the tool set. The guard is
 let go on every way out of the run, errors included.
 """
 
@@ -22,11 +22,13 @@ from ..browser._guard import GuardLease, hold_guard
 from ..llm import LLMClient
 from ..tracing._spans import traced_agent_run
 from ._config import AgentConfig
+from ._loop import run_loop
+from ._messages import model_label
 from ._replayed_run import run_store, run_with_recording
 from ._run import EventCallback, Run
-from ._step import model_label, run_loop
 from ._tools import Tool, ToolSet, tool_from_function
 from ._types import AgentEvent, AgentMode, AgentResult, Driver
+from ._viewing import viewing
 from .modes import make_mode
 
 __all__ = ["Agent"]
@@ -123,9 +125,10 @@ class Agent:
             run.guard = guard
             recording = (store.load(run.redact(instruction), run.redact(self._driver.page.url), run.variables.names)
                          if store is not None and replay is not False else None)
-            return await traced_agent_run(lambda: run_with_recording(run, recording, live, store), instruction=instruction,
-                                          mode=self._config.mode, model=model_label(self._client), max_steps=max_steps,
-                                          variables=run.variables)
+            async with viewing(run):  # its steps as trace groups and run viewer steps; run.html in evidence_dir
+                return await traced_agent_run(lambda: run_with_recording(run, recording, live, store),
+                                              instruction=instruction, mode=self._config.mode,
+                                              model=model_label(self._client), max_steps=max_steps, variables=run.variables)
         finally:
             if guard is not None:
                 await guard.release()

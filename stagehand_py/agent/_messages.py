@@ -1,6 +1,7 @@
 """What the model reads at a step of the structured-output protocol: the loop's notices (stall
 nudges, budget warnings, failures, blocked addresses, memory notes, a claim that did not check
-out) and the step's two messages (system prompt; task, history, page state and images)."""
+out) and the step's two messages (system prompt; task, history, page state and images); and
+:func:`generate`, the one model call of a run (the primary model, then its fallback)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._errors import ProviderConnectionError, RateLimitError, ServerError
 from .._prompts import agent as P
 from .._prompts.common import Fence
-from ..llm import ImagePart, SystemMessage, TextPart, UserMessage
+from ..llm import ImagePart, LLMClient, SystemMessage, TextPart, UserMessage
 from ..snapshot import parse_line
 from .hygiene import StallState, history_split, item_count, summarise_steps
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from ._run import Mode, PageState, Run
     from ._tools import Tool
 
-__all__ = ["build_messages", "message_record", "notices_for", "visible_elements"]
+__all__ = ["build_messages", "generate", "model_label", "message_record", "notices_for", "visible_elements"]
 
 logger = logging.getLogger("stagehand_py")
 
@@ -108,3 +110,41 @@ def visible_elements(outline: str | None, limit: int = 60) -> str:
         return "(no actionable elements in the outline)"
     more = f"\n... and {len(lines) - limit} more" if len(lines) > limit else ""
     return "\n".join(lines[:limit]) + more
+
+
+def model_label(client: LLMClient) -> str:
+    return str(getattr(client, "model_name", None) or getattr(getattr(client, "model", None), "model_name", "") or "model")
+
+
+async def generate(run: Run, messages: list[Any], *, purpose: str, output: Any, output_name: str | None = None) -> Any:
+    """One model call of the run: the primary model (with its retries), then -- only when a
+    ``fallback_model`` is set and the primary failed on a retryable error (rate limit, server
+    error, connection) -- one attempt on the fallback, logged. The final consolidation goes to
+    the fallback first when the primary's last call failed."""
+    fallback = run.fallback_client
+    kwargs: dict[str, Any] = {"purpose": purpose, "output": output, "secrets": run.variables.secret_values()}
+    if output_name is not None:
+        kwargs["output_name"] = output_name
+    run.used_fallback = False
+    if fallback is not None and run.primary_failed and purpose == "agent_consolidate":
+        logger.warning("agent: final consolidation on the fallback model %s (the primary model's last call failed)",
+                       model_label(fallback))
+        await run.emit("warning", {"kind": "fallback_model", "purpose": purpose, "reason": "primary failed last"})
+        run.used_fallback = True
+        return await fallback.generate(messages, **kwargs)
+    try:
+        generated = await run.client.generate(messages, **kwargs)
+    except (RateLimitError, ServerError, ProviderConnectionError) as exc:
+        if fallback is None:
+            raise
+        run.primary_failed = True
+        logger.warning(
+            "agent step %d: the primary model %s failed after its retries (%s: %s); one attempt on the fallback model %s",
+            run.step, model_label(run.client), type(exc).__name__, run.redact(str(exc))[:200], model_label(fallback),
+        )
+        await run.emit("warning", {"kind": "fallback_model", "purpose": purpose, "error": type(exc).__name__,
+                                   "primary": model_label(run.client), "fallback": model_label(fallback)})
+        run.used_fallback = True
+        return await fallback.generate(messages, **kwargs)
+    run.primary_failed = False
+    return generated

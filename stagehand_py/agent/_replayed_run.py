@@ -13,10 +13,10 @@ from pydantic import BaseModel
 
 from .._prompts.replay import replay_fallback_notice
 from .._util import deep_merge
+from ._ending import finish
 from ._recording import RecordedStep, RunRecording, RunStore, StepReplay
 from ._replay import replay_steps
 from ._run import Finished, Run
-from ._step import finish
 from ._types import AgentResult, AgentStatus, AgentStep, Driver
 
 __all__ = ["run_store", "run_with_recording"]

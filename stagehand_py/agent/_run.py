@@ -2,8 +2,8 @@
 supplies (:class:`Mode`), and :class:`Finished`, which ends a run with a status.
 
 A :class:`Run` holds everything a step reads: the driver, the clients, the config, the run's
-data and books, and the hygiene pieces (:mod:`.hygiene`). Step functions (:mod:`._step`) and
-tools (:mod:`._tools`) take it explicitly.
+data and books, and the hygiene pieces (:mod:`.hygiene`). The loop and step functions
+(:mod:`._loop`, :mod:`._step`, :mod:`._tool_calls`) and tools (:mod:`._tools`) take it explicitly.
 """
 
 from __future__ import annotations
@@ -212,15 +212,7 @@ class Run:
         return self.variables.redact(text)
 
     def redact_data(self, value: Any) -> Any:
-        if not self.variables.hides_anything:
-            return value
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, Mapping):
-            return {self.redact(str(k)): self.redact_data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_data(v) for v in value]
-        return value
+        return self.variables.redact_data(value)
 
     # --- browser helpers for tools -------------------------------------------------------------
 

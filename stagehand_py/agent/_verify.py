@@ -12,8 +12,8 @@ step that read it) and the results of the caller's own tools. When the model cal
   a quoted title in the message) that the run did reach must be the page it ended on;
 
 then, with ``self_check``, :func:`verdict` asks a model whether the final page shows the claim
-(``expect``'s verdict, one short request in choice mode). The loop (:mod:`._step`) gives a
-failed claim one more turn and ends a run whose claim still fails as ``unverified``.
+(``expect``'s verdict, one short request in choice mode). The run (:mod:`._tool_calls`) gives a failed
+claim one more turn and ends a run whose claim still fails as ``unverified``.
 """
 
 from __future__ import annotations

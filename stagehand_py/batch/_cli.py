@@ -9,6 +9,8 @@
     stagehand-py run --prompt "Go to https://shop.example/products.html and record each product's price"
     stagehand-py run --task task.json --samples samples.csv --memory --fallback-model anthropic/claude-haiku-4-5
     stagehand-py run --task task.json --samples samples.csv --engine ray --address auto --evidence-dir s3://bucket/evidence
+    stagehand-py run --task task.json --samples samples.csv --trace retain-on-failure
+    stagehand-py show evidence/run_20261128T101500Z      # every row's run.html, as text (--open: the browser)
 """
 
 from __future__ import annotations
@@ -77,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="let the agent chain up to N actions per step (default N: 3)")
     long.add_argument("--pagination-bonus", type=int, default=0, metavar="STEPS",
                       help="bonus steps per click on a next page / load more control (at most 20 per sample)")
+    run.add_argument("--trace", choices=("on", "retain-on-failure", "off"), default=None,
+                     help="a Playwright trace per row, kept as the row's trace.zip (retain-on-failure: rows not done "
+                     "only), every variable value scrubbed; each row also gets a run.html (stagehand-py show)")
     run.add_argument("--headed", action="store_true", help="show the browser")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_engine_arguments(run)
@@ -86,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Parsed by stagehand_py.llm._model_cli (see main): listed here so that --help shows it.
     commands.add_parser("model", help="fetch, list and locate the embedded model (stagehand-py model --help)",
                         add_help=False)
+    # Parsed by stagehand_py._viewer._show (see main): listed here so that --help shows it.
+    commands.add_parser("show", help="print or open a run's run.html (stagehand-py show --help)", add_help=False)
     return parser
 
 
@@ -214,6 +221,8 @@ async def _run(args: argparse.Namespace) -> tuple[BatchResult, bool]:
         spec = _stored(run_dir, lambda: TaskSpec.model_validate(stored["spec"]))
     else:
         raise SystemExit("--task or --prompt is required (except with --resume)")
+    if args.trace is not None:
+        spec = spec.model_copy(update={"trace": args.trace})
     factory = RunnerFactory(args.runner, model=args.model, options=_agent_options(args))
     memory = None
     if args.memory or (stored is not None and stored.get("memory")):
@@ -297,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..llm._model_cli import main as model_main
 
         return model_main(argv[1:])
+    if argv[:1] == ["show"]:
+        from .._viewer._show import main as show_main
+
+        return show_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)

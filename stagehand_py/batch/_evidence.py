@@ -57,7 +57,7 @@ def safe_filename(text: str, *, limit: int = 120, fallback: str = "file") -> str
 
 
 #: The files the run writes into every row's folder itself: no kept file may take their names.
-_RESERVED_FILES = frozenset({"result.json", "action_log.json", "checkpoint.json"})
+_RESERVED_FILES = frozenset({"result.json", "action_log.json", "checkpoint.json", "run.html", "trace.zip"})
 
 
 def _inside(root: Path, path: Path) -> Path:
@@ -218,6 +218,14 @@ class SampleEvidence:
             name = self._free_name(prefix + safe_filename(filename))
             self.files[name] = bytes(data)
         return name
+
+    def keep(self, name: str, data: bytes) -> None:
+        """Keep one of the run's own files of the row (``run.html``, ``trace.zip``: reserved names
+        no other file of the row takes)."""
+        if name not in _RESERVED_FILES:
+            raise ValueError(f"{name!r} is not one of the run's own files")
+        with self._lock:
+            self.files[name] = bytes(data)
 
     def _free_name(self, name: str) -> str:
         """``name``, or ``<stem>_2.<ext>``, ``_3``... if a file of the row (or the run's own) has it."""

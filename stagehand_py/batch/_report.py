@@ -106,7 +106,7 @@ def write_report_html(run_dir: Path | str | EvidenceStore, results: Mapping[str,
         f"<h1>{esc(title or store.name)}</h1>",
         '<p class="counts">' + "".join(f"<span>{esc(k)}: <b>{v}</b></span>" for k, v in sorted(counts.items()))
         + f"<span>model cost: <b>{esc(_total_cost(rows))}</b></span></p>",
-        "<table><thead><tr><th>sample</th><th>status</th><th>data</th><th>screenshots</th></tr></thead><tbody>",
+        "<table><thead><tr><th>sample</th><th>status</th><th>run</th><th>data</th><th>screenshots</th></tr></thead><tbody>",
     ]
     for result in rows:
         folder = quote(safe_component(str(result["sample_id"]), fallback="sample"))
@@ -122,12 +122,22 @@ def write_report_html(run_dir: Path | str | EvidenceStore, results: Mapping[str,
             f'<td><a href="{folder}/result.json">{esc(str(result["sample_id"]))}</a><br>'
             f'<small>{esc(str(result.get("url") or ""))}</small></td>'
             f"<td>{esc(status)}" + "".join(f"<br><small>{esc(p)}</small>" for p in problems if p) + "</td>"
+            f"<td>{_viewer_links(folder, result)}</td>"
             f"<td><pre>{esc(json.dumps(result.get('data'), indent=2, ensure_ascii=False, default=str))}</pre></td>"
             f"<td>{shots}</td></tr>"
         )
     out.append("</tbody></table></body></html>")
     store.write_bytes("report.html", "\n".join(out).encode("utf-8"))
     return store.path_of("report.html")
+
+
+def _viewer_links(folder: str, result: Mapping[str, Any]) -> str:
+    """Links to the row's run viewer and trace (``stagehand-py show``, ``playwright show-trace``), when kept."""
+    kept = result.get("hashes") or {}
+    links = [f'<a class="run" href="{folder}/run.html">run viewer</a>' if "run.html" in kept else "",
+             f'<a class="trace" href="{folder}/trace.zip" title="playwright show-trace {folder}/trace.zip">trace.zip</a>'
+             if "trace.zip" in kept else ""]
+    return "<br>".join(link for link in links if link)
 
 
 def write_reports(

@@ -9,7 +9,9 @@ agent (see :mod:`stagehand_py.batch._agent_runner`); tests and special jobs pass
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,9 @@ from typing import Any, Literal, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 from .._logging import logger
+from .._viewer import RunRecorder, render_run_html, watching
 from ..browser._guard import GuardLease, hold_guard
+from ..browser._recording import TraceRecording, start_trace
 from ._evidence import EvidenceStore, SampleEvidence, safe_component
 from ._memory import RunMemory
 from ._spec import Sample, TaskSpec
@@ -237,16 +241,23 @@ async def work_on_row(
     wait for the host's turn, run ``runner`` in it within the spec's ``max_time``, judge the outcome.
     Writes nothing: the caller records the returned outcome (:func:`record_row`)."""
     evidence = SampleEvidence(sample_folder(sample))
+    recorder = RunRecorder(title=f"{spec.goal[:80]} — row {sample.id}")
+    watched = contextlib.ExitStack()
+    trace: TraceRecording | None = None
     started = time.monotonic()
     started_at = _now()
     ctx: SampleContext | None = None
     context = None
     guard: GuardLease | None = None
     blocked: list[dict[str, Any]] = []
+    outcome: SampleOutcome | None = None
     try:
         if sample.input_error is not None:  # a bad row of the samples file: recorded, never run
             raise _RowError(sample.input_error)
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
+        # What the row's runner does is recorded for its run.html (and its trace.zip), whatever it is.
+        watched.enter_context(watching(context, recorder))
+        trace = await start_trace(context, title=f"row {sample.id}") if spec.trace != "off" else None
         page = await context.new_page()
         # The spec's allowed_domains hold the row's context before its runner runs: every runner,
         # every tab it opens, its own navigations too.
@@ -277,11 +288,15 @@ async def work_on_row(
                 await guard.release()
             except Exception as exc:  # the context goes next: what the guard held goes with it
                 logger.debug("removing the guard of %s failed: %r", sample.id, exc)
+        watched.close()
+        if outcome is not None:  # not interrupted: the row's run.html and trace, while its context is open
+            await _keep_viewer_files(evidence, recorder, trace, spec=spec, outcome=outcome)
         if context is not None:
             try:
                 await context.close()
             except Exception as exc:  # the browser may be gone: the outcome stands
                 logger.debug("closing the context of %s failed: %r", sample.id, exc)
+    assert outcome is not None  # every way out of the try above that gets here set it
     screenshots = list(evidence.screenshots)
     status, notes = judge(spec, outcome, screenshots)
     notes += [f"download not saved: {failure.get('suggested_filename')!r} ({failure.get('error')})"
@@ -308,6 +323,23 @@ async def work_on_row(
     }
     return RowOutcome(sample_id=sample.id, folder=evidence.folder, result=result,
                       action_log=ctx.action_log if ctx is not None else [], files=dict(evidence.files))
+
+
+async def _keep_viewer_files(evidence: SampleEvidence, recorder: RunRecorder, trace: TraceRecording | None, *,
+                             spec: TaskSpec, outcome: SampleOutcome) -> None:
+    """The row's ``run.html`` (and its ``trace.zip`` when kept), before its context closes."""
+    status, _ = judge(spec, outcome, evidence.screenshots)
+    keep_trace = spec.trace == "on" or status != "done"
+    recorder.meta.update({"status": status, "message": recorder.variables.redact(outcome.error or ""), "kind": "batch row"})
+    try:
+        evidence.keep("run.html", render_run_html(recorder).encode("utf-8"))
+        if trace is not None:
+            with tempfile.TemporaryDirectory(prefix="stagehand-row-trace-") as scratch:
+                written = await trace.stop(Path(scratch) / "trace.zip" if keep_trace else None)
+                if written is not None:
+                    evidence.keep("trace.zip", written.read_bytes())
+    except Exception as exc:  # the row's outcome stands without its viewer files
+        logger.warning("the run viewer files of row %s were not kept: %r", evidence.folder, exc)
 
 
 class _RowError(Exception):

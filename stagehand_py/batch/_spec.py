@@ -7,7 +7,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -54,6 +54,9 @@ class TaskSpec(BaseModel):
     ``done`` with fewer is ``partial_success``. ``allowed_domains`` (glob patterns, e.g.
     ``["shop.example", "*.cdn.example"]``) holds every row's browser context to those hosts for
     the whole row, whatever its runner does; what was refused is the row's ``blocked`` list.
+    ``trace`` (``stagehand-py run --trace``): a Playwright trace of every row's context, kept as the
+    row's ``trace.zip`` (``"on"``) or only for a row that did not end ``done``
+    (``"retain-on-failure"``), every variable value scrubbed; ``playwright show-trace`` opens it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -70,6 +73,7 @@ class TaskSpec(BaseModel):
     #: A few words of the task; run memory ranks its notes by overlap with them and the goal.
     keywords: list[str] = Field(default_factory=list)
     allowed_domains: list[str] | None = None
+    trace: Literal["on", "retain-on-failure", "off"] = "off"
 
     @field_validator("allowed_domains")
     @classmethod

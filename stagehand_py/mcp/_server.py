@@ -24,6 +24,7 @@ from .._inputs import check_inputs
 from .._secrets import VariableSet
 from .._stagehand import Stagehand
 from .._types import Action
+from .._vision import masked_screenshot
 from ..browser._guard import url_allowed
 from ..llm import LLMClient
 from ..llm._model_files import FETCH_COMMAND
@@ -254,12 +255,12 @@ def build_server(config: MCPServerConfig, *, session: ServerBrowser | None = Non
         result: str = await guarded(run)
         return result
 
-    @server.tool(description="A PNG screenshot of the active tab. Text inputs are masked while the server has "
-                 "variables, so no typed value shows.")
+    @server.tool(description="A PNG screenshot of the active tab. Fields and text showing a variable's value are "
+                 "masked, so no typed value shows.")
     async def screenshot(full_page: bool = False) -> Image:
         async def run(sh: Stagehand) -> Image:
-            masks = [sh.page.locator("input:not([type=hidden]), textarea, [contenteditable]")] if browser.variables else []
-            return Image(data=await sh.page.screenshot(full_page=full_page, mask=masks), format="png")
+            data = await masked_screenshot(sh.page, browser.variables, full_page=full_page, type="png")
+            return Image(data=data, format="png")
         result: Image = await guarded(run)
         return result
 

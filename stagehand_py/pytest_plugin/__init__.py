@@ -22,10 +22,15 @@ Options (group ``stagehand``), each also a keyword of ``@pytest.mark.stagehand(.
 - ``allowed_domains=`` (marker only): glob patterns the test's browser context is held to, from
   before the test body runs (the library's one guard: ``Stagehand(allowed_domains=...)``).
 - ``--stagehand-artifacts``: where failure evidence goes (default ``stagehand-artifacts``).
+- ``--stagehand-tracing on|retain-on-failure|off``: a Playwright trace of each test's context,
+  every variable value scrubbed, kept as ``trace.zip`` in the test's artifacts folder (always, or
+  for a failed test only); pytest-playwright's ``--tracing`` is the same for its own ``page``.
 
 On a failed test the plugin saves the page's snapshot outline, the model requests and
-responses (secret values redacted) and a screenshot under the artifacts folder, and adds the
-outline and the list of files to the test's report.
+responses (secret values redacted), a screenshot and ``run.html`` (the run viewer: each verb or
+agent step with its screenshot, the element it chose boxed, the answer and the outcome; see
+``stagehand-py show``) under the artifacts folder, and adds the outline and the list of files to
+the test's report.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import pytest
 from ._browsers import SYNC_CHROMIUM, SyncChromium, runs_on_a_loop
 from ._config import ARTIFACTS_DEFAULT, StagehandTestConfig
 from ._config import is_test_double as is_test_double  # importable from here, as before the split
-from ._evidence import CALL_REPORT, async_evidence, failed, sync_evidence
+from ._evidence import CALL_REPORT, TestViewer, async_evidence, failed, sync_evidence
 from ._traffic import ModelTraffic, client_for, stagehand_kwargs
 
 __all__ = ["StagehandTestConfig"]
@@ -84,9 +89,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--stagehand-artifacts", dest="stagehand_artifacts", default=ARTIFACTS_DEFAULT, metavar="DIR",
         help=f"where a failed test's outline, model calls and screenshot go (default: {ARTIFACTS_DEFAULT}).",
     )
+    group.addoption(
+        "--stagehand-tracing", dest="stagehand_tracing", default="off", choices=("on", "retain-on-failure", "off"),
+        help="a Playwright trace of each stagehand test's context, variable values scrubbed, kept as trace.zip in its "
+        "artifacts folder: on (every test), retain-on-failure (failed tests), off (default).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("stagehand_tracing", "off") != "off" and config.getoption("tracing", "off") not in (None, "off"):
+        raise pytest.UsageError("--stagehand-tracing and pytest-playwright's --tracing would both record the test's "
+                                "browser context (Playwright records one trace at a time): use one of them.")
     config.addinivalue_line(
         "markers",
         "stagehand(model=None, variables=None, base_url=None, choice_mode=None, allowed_domains=None): per-test "
@@ -149,6 +162,7 @@ def _resolve_config(request: pytest.FixtureRequest) -> StagehandTestConfig:
         cassette_path=cassette,
         allowed_domains=allowed_domains,
         artifacts_dir=artifacts / _safe_name(request.node.nodeid.replace("::", "__").replace("/", "_")),
+        tracing=config.getoption("stagehand_tracing"),
     )
 
 
@@ -255,12 +269,15 @@ if pytest_asyncio is not None:
             item.stash[_TRAFFIC] = traffic
             model = client_for(stagehand_config, traffic)
             sh = Stagehand(_stagehand_async_page, **stagehand_kwargs(Stagehand, stagehand_config, model, traffic))
+            viewer = TestViewer(item, stagehand_config, _stagehand_async_page)
             try:
                 await sh.__aenter__()  # its allowed_domains guard, before the test body
+                await viewer.start()
                 yield sh
                 if failed(item):
                     await async_evidence(item, stagehand_config, sh, traffic.calls)
             finally:
+                await viewer.finish()
                 await sh.close()
 
 else:
@@ -327,11 +344,14 @@ def stagehand_sync(request: pytest.FixtureRequest, stagehand_config: StagehandTe
             item.stash[_TRAFFIC] = traffic
             sh = Stagehand(page, **stagehand_kwargs(Stagehand, stagehand_config, client_for(stagehand_config, traffic),
                                                  traffic))
+            viewer = TestViewer(item, stagehand_config, sh._core.page)  # the async view: the viewer awaits
             try:
+                sh._run(viewer.start())
                 yield sh
                 if failed(item):
                     sync_evidence(item, stagehand_config, sh, traffic.calls)
             finally:
+                sh._run(viewer.finish())
                 sh.close()
     finally:
         if context is not None:

@@ -25,6 +25,9 @@ class StagehandTestConfig:
     #: The hosts the test's browser context is held to (``@pytest.mark.stagehand(allowed_domains=...)``).
     allowed_domains: tuple[str, ...] | None = None
     artifacts_dir: Path = Path(ARTIFACTS_DEFAULT)
+    #: ``--stagehand-tracing``: a Playwright trace of the test's context kept as ``trace.zip`` in
+    #: ``artifacts_dir`` (``on``), for a failed test only (``retain-on-failure``), or none (``off``).
+    tracing: str = "off"
 
     @property
     def uses_real_model(self) -> bool:

@@ -16,7 +16,7 @@ from ._config import StagehandTestConfig
 if TYPE_CHECKING:
     from ..testing import CapturedCall
 
-__all__ = ["CALL_REPORT", "async_evidence", "failed", "sync_evidence"]
+__all__ = ["CALL_REPORT", "TestViewer", "async_evidence", "failed", "sync_evidence"]
 
 #: The report stash key under which the call-phase report of a test is kept.
 CALL_REPORT = pytest.StashKey[pytest.TestReport]()
@@ -118,3 +118,54 @@ def sync_evidence(item: pytest.Item, cfg: StagehandTestConfig, sh: Any, calls: l
     except Exception as exc:
         problems.append(f"screenshot ({type(exc).__name__}: {exc})")
     _write_evidence(item, cfg, outline=outline, screenshot=screenshot, calls=calls, problems=problems)
+
+
+class TestViewer:
+    """A test's run viewer, and its trace with ``--stagehand-tracing``: recorded from before the
+    test body on its browser context; on failure ``run.html`` (and a kept ``trace.zip``) go into
+    the test's artifacts folder, beside the outline and the model calls."""
+
+    __test__ = False  # not a test class, whatever pytest's name rules say
+
+    def __init__(self, item: pytest.Item, cfg: StagehandTestConfig, page: Any) -> None:
+        from .._secrets import VariableSet
+        from .._viewer import RunRecorder, watching
+
+        self.item, self.cfg, self.page, self.context = item, cfg, page, page.context
+        self.recorder = RunRecorder(title=item.nodeid)
+        self.recorder.hide(VariableSet.of(cfg.variables))
+        self._watching = watching(self.context, self.recorder)
+        self._watching.__enter__()
+        self.trace: Any = None
+
+    async def start(self) -> None:
+        from ..browser._recording import start_trace
+
+        if self.cfg.tracing != "off":
+            self.trace = await start_trace(self.context, title=self.item.nodeid)
+
+    async def finish(self) -> None:
+        """Keep what the test's outcome calls for (run.html on failure; the trace as configured)."""
+        from .._viewer import write_run_html
+
+        self._watching.__exit__(None, None, None)
+        folder, lost = self.cfg.artifacts_dir, failed(self.item)
+        kept: list[str] = []
+        if lost:
+            crash = getattr(getattr(self.item.stash.get(CALL_REPORT, None), "longrepr", None), "reprcrash", None)
+            reason = str(getattr(crash, "message", "")).split("\n", 1)[0]  # "AssertionError: <the test's message>"
+            self.recorder.meta.update({"status": "failed", "message": self.recorder.variables.redact(reason)[:500],
+                                       "kind": "pytest test"})
+            last = self.recorder.begin(f"test failed: {reason}")  # the page as the failing assertion found it
+            await self.recorder.picture_if_none(self.page, last)
+            self.recorder.end(last, ok=False, outcome={"failure": reason})
+            kept.append(str(write_run_html(self.recorder, folder / "run.html")))
+        if self.trace is not None:
+            keep = self.cfg.tracing == "on" or lost
+            written = await self.trace.stop(folder / "trace.zip" if keep else None)
+            kept += [str(written)] if written is not None else []
+        report = self.item.stash.get(CALL_REPORT, None)
+        if kept and report is not None:
+            commands = [f"stagehand-py show {folder}"] if lost else []
+            commands += [f"playwright show-trace {path}" for path in kept if path.endswith(".zip")]
+            report.sections.append(("stagehand run viewer", "\n".join([*kept, *commands])))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["ACTIONABLE_ROLES", "FLAGS", "SnapshotElement", "parse_line", "parse_outline"]
+__all__ = ["ACTIONABLE_ROLES", "FLAGS", "SnapshotElement", "VOLATILE_FLAGS", "parse_line", "parse_outline", "states_apart"]
 
 #: Roles a user can act on (click, type, select, toggle): the one list every part uses.
 ACTIONABLE_ROLES = frozenset({
@@ -99,3 +99,34 @@ def parse_outline(tree: str, *, xpath_map: Mapping[str, str] | None = None, url_
         if record is not None:
             out.append(record)
     return out
+
+
+#: Line states that change while the page's structure stays (a box ticked, the focus moved, a
+#: password typed), shown apart with named fields' values (:func:`states_apart`). ``[expanded]``
+#: and ``[disabled]`` stay in the outline: what a group shows and what can be acted on are read
+#: from it (the choices, a heal's candidates), and they change with the page's structure anyway.
+VOLATILE_FLAGS = frozenset({"checked", "mixed", "selected", "filled", "focused"})
+
+
+def states_apart(text: str) -> tuple[str, list[str]]:
+    """``text`` (an outline or a part of one) without its actionable elements' volatile states, and
+    a line per element that had any: ``[0-15] textbox: Username value="%username%"``. A field with
+    no name keeps its value in the outline (it is all that tells that field apart); every other
+    line is kept byte for byte."""
+    stable: list[str] = []
+    states: list[str] = []
+    for line in text.split("\n"):
+        element = parse_line(line)
+        if element is None or not element.actionable:  # text: a page can write "[checked]" in it
+            stable.append(line)
+            continue
+        moved_value = element.value is not None and bool(element.name)
+        if not (moved_value or VOLATILE_FLAGS.intersection(element.flags)):
+            stable.append(line)
+            continue
+        value = None if moved_value else element.value
+        stable.append(line[: len(line) - len(line.lstrip(" "))] + replace(
+            element, value=value, flags=tuple(f for f in element.flags if f not in VOLATILE_FLAGS)).line)
+        states.append(replace(element, value=element.value if moved_value else None,
+                              flags=tuple(f for f in element.flags if f in VOLATILE_FLAGS)).line)
+    return "\n".join(stable), states

@@ -26,7 +26,8 @@ async def test_a_run_into_memory_url_and_its_resume(server, browser) -> None:
     write_reports(result.run_dir, result.results)
     assert result.run_dir == url and result.counts["done"] == 3
     assert sorted(fs.ls("/batch-evidence-test/run_1/m1", detail=False)) == [
-        f"/batch-evidence-test/run_1/m1/{name}" for name in ("001_product_page.png", "action_log.json", "checkpoint.json", "result.json")
+        f"/batch-evidence-test/run_1/m1/{name}" for name in ("001_product_page.png", "action_log.json", "checkpoint.json", "result.json",
+                                                       "run.html")
     ]
     stored = json.loads(fs.cat_file("/batch-evidence-test/run_1/m2/result.json"))
     assert stored["data"]["name"] == "Canvas Backpack" and stored["attempt"] == 1

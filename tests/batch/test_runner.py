@@ -77,10 +77,12 @@ async def test_batch_on_the_product_site(server, browser, tmp_path: Path, monkey
 
     # evidence layout, hashes recorded at write time, isolation
     first = run_dir / product_ids[0]
-    assert sorted(p.name for p in first.iterdir()) == ["001_product_page.png", "action_log.json", "checkpoint.json", "result.json"]
+    assert sorted(p.name for p in first.iterdir()) == ["001_product_page.png", "action_log.json", "checkpoint.json",
+                                                        "result.json", "run.html"]
     stored = json.loads((first / "result.json").read_text())
     assert stored["data"] == {"name": "Trail Runner Shoes", "price": "$89.99", "tags": ["trail", "runner"]}
-    assert stored["hashes"] == {"001_product_page.png": hashlib.sha256((first / "001_product_page.png").read_bytes()).hexdigest()}
+    assert stored["hashes"] == {name: hashlib.sha256((first / name).read_bytes()).hexdigest()
+                                for name in ("001_product_page.png", "run.html")}
     assert json.loads((first / "checkpoint.json").read_text())["state"] == "complete"
     assert [a["action"] for a in json.loads((first / "action_log.json").read_text())] == ["goto", "extract"]
     assert all(r.get("extra", {}).get("leftover_cookies", 0) == 0 for r in result.results.values())

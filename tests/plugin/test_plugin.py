@@ -6,12 +6,14 @@ plugin's session browser must start and end with their own pytest session.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from viewer._checks import PLUGIN_TESTS, check_failed_test_folder
 
 HERE = Path(__file__).resolve().parent
 FAKE_PROVIDER = HERE.parent / "llm" / "_fake_provider.py"
@@ -96,14 +98,20 @@ async def test_real_model_without_cassette_is_blocked(stagehand):
 '''
 
 
-def test_async_fixture_self_launched_options_isolation_evidence_and_blocking(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_flows=ASYNC_TESTS)
-    result = run(pytester, "--stagehand-model", "openai/from-option", "--stagehand-cache-dir", "cachedir", "-rA")
-    result.assert_outcomes(passed=2, failed=2)
+async def test_async_fixture_self_launched_options_isolation_evidence_blocking_and_run_viewer(
+        pytester: pytest.Pytester, browser) -> None:
+    # One pytest run for all (a subprocess costs seconds): the run viewer's tests (PLUGIN_TESTS) ride along.
+    pytester.makepyfile(test_flows=ASYNC_TESTS, test_flow=PLUGIN_TESTS)
+    result = await asyncio.to_thread(run, pytester, "--stagehand-model", "openai/from-option", "--stagehand-cache-dir",
+                                     "cachedir", "--stagehand-tracing", "retain-on-failure", "-rA")
+    result.assert_outcomes(passed=3, failed=3)
+    # run.html and trace.zip of a failed test, opened in a real browser (tests/viewer/_checks.py)
+    await check_failed_test_folder(browser, pytester.path / "stagehand-artifacts", result.stdout.str())
 
     # failure evidence: files in the artifacts folder and sections in the report, secrets redacted
     folder = pytester.path / "stagehand-artifacts" / "test_flows.py__test_fails_with_evidence"
-    assert sorted(p.name for p in folder.iterdir()) == ["model_calls.json", "outline.txt", "screenshot.png"]
+    assert sorted(p.name for p in folder.iterdir()) == ["model_calls.json", "outline.txt", "run.html", "screenshot.png",
+                                                         "trace.zip"]
     assert "Evidence page" in (folder / "outline.txt").read_text()
     assert (folder / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert masked(folder / "screenshot.png")  # the field showing the secret, boxed over
@@ -228,6 +236,7 @@ def test_sync_fixture_self_launched(pytester: pytest.Pytester) -> None:
     folder = pytester.path / "stagehand-artifacts" / "test_sync.py__test_sync_fails_with_evidence"
     assert "Sync evidence" in (folder / "outline.txt").read_text()
     assert (folder / "screenshot.png").read_bytes()[:4] == b"\x89PNG" and masked(folder / "screenshot.png")
+    assert '<section class="step failed"' in (folder / "run.html").read_text()  # the sync fixture's run viewer
 
 
 def test_sync_fixture_on_pytest_playwright_page(pytester: pytest.Pytester) -> None:

