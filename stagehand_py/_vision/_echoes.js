@@ -1,19 +1,20 @@
 () => {
   // Runs in the library's isolated world: the DOM is the page's, every built-in is ours, so a
   // page that overrides TreeWalker, Range or getBoundingClientRect in its own world changes nothing.
+  // One frame's document (each frame is walked in its own world, iframes not entered here).
   // Answer: {dpr, sx, sy, runs: [[text, group, [[x, y, w, h], ...]], ...]}, boxes in CSS pixels of
-  // the top frame's viewport. A group is the text of one block (the nearest ancestor that is not
+  // this frame's viewport. A group is the text of one block (the nearest ancestor that is not
   // inline), so a value split across <b>, <span>... is found in the block's joined text.
   const runs = [];
   const groups = new Map();
   let nextGroup = 0;
-  const boxes = (list, dx, dy) => Array.from(list, (r) => [r.left + dx, r.top + dy, r.width, r.height])
+  const boxes = (list) => Array.from(list, (r) => [r.left, r.top, r.width, r.height])
     .filter((b) => b[2] > 0 && b[3] > 0);
-  const groupOf = (element, win) => {
+  const groupOf = (element) => {
     let node = element;
     while (node) {
       if (groups.has(node)) return groups.get(node);
-      const display = win.getComputedStyle(node).display;
+      const display = getComputedStyle(node).display;
       if (!display.startsWith("inline") && display !== "contents") break;
       node = node.parentElement || (node.parentNode && node.parentNode.host) || null;
     }
@@ -21,15 +22,15 @@
     if (!groups.has(key)) groups.set(key, nextGroup++);
     return groups.get(key);
   };
-  const walk = (root, doc, win, dx, dy) => {
-    const walker = doc.createTreeWalker(root, 1 | 4);  // elements and text
+  const walk = (root) => {
+    const walker = document.createTreeWalker(root, 1 | 4);  // elements and text
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       if (node.nodeType === 3) {
         if (!node.data.trim() || !node.parentElement) continue;
-        const range = doc.createRange();
+        const range = document.createRange();
         range.selectNodeContents(node);
-        const rects = boxes(range.getClientRects(), dx, dy);
-        if (rects.length) runs.push([node.data, groupOf(node.parentElement, win), rects]);
+        const rects = boxes(range.getClientRects());
+        if (rects.length) runs.push([node.data, groupOf(node.parentElement), rects]);
         continue;
       }
       const tag = node.localName;
@@ -40,22 +41,12 @@
       const field = tag === "input" || tag === "textarea";
       for (const shown of field ? [node.value, node.getAttribute("placeholder")] : tag === "img" ? [node.getAttribute("alt")] : []) {
         if (!shown || !shown.trim()) continue;
-        const rects = boxes(node.getClientRects(), dx, dy);
+        const rects = boxes(node.getClientRects());
         if (rects.length) runs.push([shown, nextGroup++, rects]);
       }
-      if (node.shadowRoot) walk(node.shadowRoot, doc, win, dx, dy);  // open roots only
-      if (tag === "iframe" || tag === "frame") {
-        let inner = null;
-        try { inner = node.contentDocument; } catch (e) { inner = null; }  // cross-origin: null
-        if (!inner || !inner.documentElement) continue;
-        const box = node.getBoundingClientRect();
-        const style = win.getComputedStyle(node);
-        walk(inner.documentElement, inner, inner.defaultView,
-             dx + box.left + node.clientLeft + parseFloat(style.paddingLeft || "0"),
-             dy + box.top + node.clientTop + parseFloat(style.paddingTop || "0"));
-      }
+      if (node.shadowRoot) walk(node.shadowRoot);  // open roots only
     }
   };
-  if (document.documentElement) walk(document.documentElement, document, window, 0, 0);
+  if (document.documentElement) walk(document.documentElement);
   return { dpr: window.devicePixelRatio, sx: window.scrollX, sy: window.scrollY, runs };
 }

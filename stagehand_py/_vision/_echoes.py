@@ -1,17 +1,20 @@
 """Where a page shows a variable's value as text: the boxes of the text runs that echo it.
 
 A page may copy what was typed into ordinary text ("Coupon SPRING-2731-XQ applied"); the field
-mask (``_mask.py``) cannot see that. ``_echoes.js`` lists every rendered text run of the page
-(text nodes; a broken image's ``alt``; an empty field's ``placeholder``) with its boxes, walking
-same-origin iframes and open shadow roots, in the library's isolated world (the one the snapshot
-walker uses): the page's overrides of ``TreeWalker``, ``Range`` or ``getBoundingClientRect``
-do not reach it. Python decides which runs echo a value with the call's redaction (the value in
-any case, URL, HTML, JSON, base64 or Unicode form, as everywhere else), run by run and over each
-block's joined text (a value split across ``<b>`` or ``<span>`` elements masks the block's runs).
+mask (``_mask.py``) cannot see that. ``_echoes.js`` lists every rendered text run of a frame (text
+nodes, open shadow roots included; a field's value; an empty field's ``placeholder``; a broken
+image's ``alt``) with its boxes. It runs in every frame, each in the library's isolated world
+there (the snapshot walker's; an out-of-process iframe through its own session), so the page's
+overrides of ``TreeWalker``, ``Range`` or ``getBoundingClientRect`` do not reach it; a frame is
+placed by its iframe's content box as DevTools reports it. Python decides which runs echo a
+value with the call's redaction (any case, URL, HTML, JSON, base64 or Unicode form, as
+everywhere else), run by run and over each block's joined text (a value split across ``<b>`` or
+``<span>`` elements masks the block's runs).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +22,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .._errors import SnapshotError
+from .._logging import logger
 
 if TYPE_CHECKING:
     from .._secrets import VariableSet
@@ -68,34 +72,99 @@ def _echoing(runs: list[list[Any]], variables: VariableSet) -> set[int]:
 
 
 async def echo_boxes(page: Any, variables: VariableSet) -> EchoBoxes:
-    """The boxes of the page's text runs that show a value ``variables`` hides.
+    """The boxes of the page's text runs (every frame) that show a value ``variables`` hides.
 
     Raises :class:`SnapshotError` when the page cannot be read (closing, navigating): a
     screenshot whose text could not be checked is not taken, rather than taken unmasked.
     """
+    sessions: list[Any] = []
     try:
-        session = await page.context.new_cdp_session(page)
-    except Exception as exc:
-        raise SnapshotError(f"Could not read the page's text to mask variable values ({type(exc).__name__}); "
-                            "no screenshot was taken.") from exc
-    try:
-        tree = await session.send("Page.getFrameTree")
-        world = await session.send("Page.createIsolatedWorld", {"frameId": tree["frameTree"]["frame"]["id"], "worldName": _WORLD})
-        reply = await session.send("Runtime.evaluate", {"expression": f"({_source()})()",
-                                                        "contextId": world["executionContextId"], "returnByValue": True})
+        sessions.append(await page.context.new_cdp_session(page))
+        for frame in page.frames[1:]:  # an out-of-process iframe (another site) has a session of its own
+            try:
+                sessions.append(await page.context.new_cdp_session(frame))
+            except Exception:  # part of its parent's process: the page's session renders it
+                continue
+        return await _measure(sessions, variables)
+    except SnapshotError:
+        raise
     except Exception as exc:
         raise SnapshotError(f"Could not read the page's text to mask variable values ({type(exc).__name__}); "
                             "no screenshot was taken.") from exc
     finally:
-        try:
-            await session.detach()
-        except Exception:  # the page closed meanwhile: the session went with it
-            pass
-    if "exceptionDetails" in reply:
-        raise SnapshotError("The variable-value mask failed in the page; no screenshot was taken: "
-                            f"{reply['exceptionDetails'].get('text', '')}")
-    found = reply["result"]["value"]
-    runs: list[list[Any]] = found["runs"]
-    boxes = [(x - _PAD, y - _PAD, w + 2 * _PAD, h + 2 * _PAD)
-             for index in sorted(_echoing(runs, variables)) for x, y, w, h in runs[index][2]]
-    return EchoBoxes(boxes, float(found["dpr"] or 1.0), (float(found["sx"]), float(found["sy"])))
+        for session in sessions:
+            try:
+                await session.detach()
+            except Exception:  # the page closed meanwhile: the session went with it
+                pass
+
+
+async def _measure(sessions: list[Any], variables: VariableSet) -> EchoBoxes:
+    """Walk every frame in its own isolated world and place its boxes in the top viewport: a
+    child frame's offset is its owner iframe's content box, asked of the browser (``DOM.getBoxModel``,
+    not the page), added to its parent's."""
+    owner: dict[str, Any] = {}  # frame id -> the session that renders it (an OOPIF's own wins)
+    parent: dict[str, str | None] = {}
+    for session in sessions:
+        pending = [(await session.send("Page.getFrameTree"))["frameTree"]]
+        while pending:
+            node = pending.pop()
+            frame_id = node["frame"]["id"]
+            parent[frame_id] = node["frame"].get("parentId")
+            if frame_id not in owner or session is not sessions[0]:
+                owner[frame_id] = session
+            pending.extend(node.get("childFrames", ()))
+    walks = await asyncio.gather(*(_walk(owner[f], f, top=parent.get(f) is None) for f in owner))
+    frames: dict[str, tuple[float, float, float, float]] = {}  # frame id -> its viewport in the top one
+
+    async def viewport(frame_id: str) -> tuple[float, float, float, float]:
+        if frame_id not in frames:
+            up = parent.get(frame_id)
+            if up is None or up not in owner:
+                frames[frame_id] = (0.0, 0.0, 0.0, 0.0)
+            else:
+                # The owner iframe lives in the parent's document: its content quad, in the
+                # parent frame's viewport, from the parent's session (the browser's layout, not the page's).
+                session = owner[up]
+                node = await session.send("DOM.getFrameOwner", {"frameId": frame_id})
+                quad = (await session.send("DOM.getBoxModel", {"backendNodeId": node["backendNodeId"]}))["model"]["content"]
+                ox, oy, _, _ = await viewport(up)
+                left, top = min(quad[0::2]), min(quad[1::2])
+                frames[frame_id] = (ox + left, oy + top, max(quad[0::2]) - left, max(quad[1::2]) - top)
+        return frames[frame_id]
+
+    boxes: list[tuple[float, float, float, float]] = []
+    top: dict[str, Any] = {}
+    for frame_id, found in zip(owner, walks, strict=True):
+        if parent.get(frame_id) is None:
+            top = found or {}
+        if found is None:  # a frame that could not be read (navigating): the whole frame is masked
+            boxes.append(await viewport(frame_id))
+            continue
+        runs: list[list[Any]] = found["runs"]
+        hits = _echoing(runs, variables)
+        if not hits:
+            continue
+        dx, dy, _, _ = await viewport(frame_id)
+        boxes += [(x + dx - _PAD, y + dy - _PAD, w + 2 * _PAD, h + 2 * _PAD)
+                  for index in sorted(hits) for x, y, w, h in runs[index][2]]
+    return EchoBoxes(boxes, float(top.get("dpr") or 1.0), (float(top.get("sx") or 0.0), float(top.get("sy") or 0.0)))
+
+
+async def _walk(session: Any, frame_id: str, *, top: bool) -> dict[str, Any] | None:
+    """``_echoes.js``'s answer for one frame, run in the library's isolated world there; None for
+    an iframe that cannot be read now (its box is masked whole). The top frame must be read."""
+    try:
+        world = await session.send("Page.createIsolatedWorld", {"frameId": frame_id, "worldName": _WORLD})
+        reply = await session.send("Runtime.evaluate", {"expression": f"({_source()})()",
+                                                        "contextId": world["executionContextId"], "returnByValue": True})
+        if "exceptionDetails" in reply:
+            raise SnapshotError(f"the mask's walk failed: {reply['exceptionDetails'].get('text', '')}")
+        value: dict[str, Any] = reply["result"]["value"]
+        return value
+    except Exception as exc:
+        if top:
+            raise SnapshotError(f"Could not read the page's text to mask variable values ({exc}); "
+                                "no screenshot was taken.") from exc
+        logger.debug("frame text not read, the frame is masked whole: %s", type(exc).__name__)
+        return None

@@ -14,15 +14,14 @@ Two layers:
 - Fields (``input``, ``textarea``, ``contenteditable``) in every frame, open shadow roots
   included: Playwright's ``mask`` (its utility world reads the values; :func:`secret_fields`).
 - Text the page renders (``_echoes.py``): text nodes, a field's value, an empty field's
-  ``placeholder`` and a broken image's ``alt``, in the top document, its same-origin iframes
-  and open shadow roots, found in the library's isolated world (page overrides of
+  ``placeholder`` and a broken image's ``alt``, in every frame (cross-origin and out-of-process
+  iframes included) and open shadow root, found in the library's isolated world (page overrides of
   ``TreeWalker``, ``Range``, ``getBoundingClientRect`` do not reach it), measured before and
   after the capture and painted onto the image here, so nothing the page does can take the box
   off. A value split across elements masks its whole block.
 
-Not covered (docs/security.md): text inside closed shadow roots and cross-origin iframes (their
-fields are still masked), text drawn without text nodes (canvas, images, CSS ``content``), and a
-``title`` (a tooltip, never in a screenshot).
+Not covered (docs/security.md): text inside closed shadow roots, text drawn without text nodes
+(canvas, images, CSS ``content``), and a ``title`` (a tooltip, never in a screenshot).
 """
 
 from __future__ import annotations

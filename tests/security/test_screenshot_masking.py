@@ -166,14 +166,17 @@ async def test_the_agents_screenshots_mask_the_secret_field(new_stagehand, mode:
 
 
 COUPON = "SPRING-2731-XQ"
-#: The value echoed as ordinary text (lower case), split across elements, inside a same-origin
-#: iframe, an open shadow root and a button's label; the page world breaks the DOM built-ins a
-#: masker would use there (the mask's code runs in the library's isolated world).
+#: The value echoed as ordinary text (lower case), split across elements, in a button's label, an
+#: open shadow root, a same-origin iframe and a cross-origin one (a data: URL, same process); the
+#: test adds a second host's page that echoes it (another site: an out-of-process iframe). The
+#: page world breaks the DOM built-ins a masker would use (its code runs in our isolated world).
 ECHO_PAGE = f"""<!doctype html><style>body {{ margin: 0; font: 40px monospace; background: #fff; color: #000 }}
-  p, div, input {{ margin: 0 0 30px 10px; width: fit-content }} input {{ font: 40px monospace; border: 0; background: #fff; color: #000 }}</style>
+  p, div, input {{ margin: 0 0 20px 10px; width: fit-content }} input {{ font: 40px monospace; border: 0; background: #fff; color: #000 }}
+  iframe {{ border: 0; height: 60px; width: 900px; display: block }}</style>
 <p id=echo>Coupon {COUPON.lower()} applied</p><p id=split>Code SPRING-<b>2731</b>-XQ</p><div id=host></div>
 <input id=button type=button value="Use {COUPON}">
-<iframe id=frame style="border: 0; height: 80px; width: 900px" srcdoc="<p id=inner style='margin:0;font:40px monospace;width:fit-content'>in frame {COUPON}</p>"></iframe>
+<iframe id=frame srcdoc="<p id=inner style='margin:0;font:40px monospace;width:fit-content'>in frame {COUPON}</p>"></iframe>
+<iframe id=data src="data:text/html,<p id=inner style='margin:0;font:40px monospace;width:fit-content'>opaque {COUPON}</p>"></iframe>
 <p id=plain>Nothing secret</p>
 <script>
   document.getElementById("host").attachShadow({{mode: "open"}}).innerHTML = "<span id=shadowed>shadow {COUPON}</span>";
@@ -183,10 +186,11 @@ ECHO_PAGE = f"""<!doctype html><style>body {{ margin: 0; font: 40px monospace; b
   Element.prototype.getClientRects = Range.prototype.getClientRects = () => [];
   window.getComputedStyle = () => ({{display: "inline"}});
 </script>"""
-ECHOES = ["#echo", "#split", "#host >> #shadowed", "#button", "iframe >> nth=0 >> internal:control=enter-frame >> #inner"]
+ECHOES = ["#echo", "#split", "#host >> #shadowed", "#button", "#frame >> internal:control=enter-frame >> #inner",
+          "#data >> internal:control=enter-frame >> #inner", "#cross >> internal:control=enter-frame >> #summary-name"]
 
 
-async def test_text_echoing_a_value_is_masked_on_a_hostile_page(new_stagehand) -> None:
+async def test_text_echoing_a_value_is_masked_on_a_hostile_page(new_stagehand, cross_server) -> None:
     """The pytest plugin's failure evidence (a full-page screenshot; a model's viewport
     screenshots paint the same boxes, see the tests above: a field's value is a text run too)
     boxes every text run showing the value; the control screenshot hides another value, and
@@ -194,15 +198,19 @@ async def test_text_echoing_a_value_is_masked_on_a_hostile_page(new_stagehand) -
     sh = await new_stagehand()
     page = sh.page
     await page.set_viewport_size({"width": 1000, "height": 700})
-    await page.set_content(ECHO_PAGE)
-    await page.frame_locator("#frame").locator("#inner").wait_for()
+    await page.set_content(ECHO_PAGE + f"<iframe id=cross style='height: 300px' src='{cross_server.url('wizard/done.html')}?name={COUPON}'></iframe>")
+    for frame in ("#frame", "#data"):
+        await page.frame_locator(frame).locator("#inner").wait_for()
+    await page.frame_locator("#cross").get_by_text(COUPON).wait_for()
     for variables, masked in ((VariableSet.of({"coupon": COUPON}), True), (VariableSet.of({"coupon": "not-on-the-page"}), False)):
         image = Image.open(io.BytesIO(await masked_screenshot(page, variables, full_page=True, scale="css"))).convert("RGB")
         for selector in [*ECHOES, "#plain"]:
             box = await page.locator(selector).bounding_box()
             assert box is not None, selector
-            region = image.crop((round(box["x"]) + 2, round(box["y"]) + 2, round(box["x"] + box["width"]) - 2, round(box["y"] + box["height"]) - 2))
+            # The text's start (the second host's <dd> is a full-width block in a 16 px font).
+            region = image.crop((round(box["x"]) + 2, round(box["y"]) + 2, round(box["x"]) + 60, round(box["y"] + box["height"]) - 2))
+            dark = sum(region.convert("L").histogram()[:100])
             if masked and selector != "#plain":
-                assert is_masked(region) and not shows_text(region), selector
+                assert is_masked(region) and dark == 0, selector
             else:
-                assert shows_text(region) and not is_masked(region), selector
+                assert dark > 20 and not is_masked(region), selector
