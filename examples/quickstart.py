@@ -69,9 +69,9 @@ class Products(BaseModel):
 
 #: What became of the fixed prompt every verb starts with (see ModelLoad.prompt_cache).
 PROMPT_CACHE = {
-    "restored": "restored from the cache an earlier run saved",
-    "computing": "no saved cache yet: computed during the first call, and saved for the next run",
-    "saved": "computed and saved for the next run",
+    "restored": "restored from the cache an earlier run saved beside the model",
+    "computing": "no saved cache yet: the first call waits for it, and it is saved for the next run",
+    "saved": "computed and saved beside the model for the next run",
     "computed": "computed (not saved: the folder beside the model is not writable)",
     "off": "not cached",
 }
@@ -82,7 +82,7 @@ def describe_load(load: ModelLoad) -> str:
     if load.seconds == 0 and load.prompt_cache == "off":
         return "ready at once"
     tokens = f" ({load.cached_tokens} tokens)" if load.cached_tokens else ""
-    return f"loaded in {load.seconds:.1f} s; fixed prompt {PROMPT_CACHE[load.prompt_cache]}{tokens}"
+    return f"loaded in {load.seconds:.1f} s; the fixed prompt{tokens}: {PROMPT_CACHE[load.prompt_cache]}"
 
 
 def check_plan(plan: list[Action]) -> list[str]:
