@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import SnapshotError
 from .._logging import logger
+from ..browser._cdp import loads_json
 
 if TYPE_CHECKING:
     from .._secrets import VariableSet
@@ -160,7 +161,7 @@ async def _walk(session: Any, frame_id: str, *, top: bool) -> dict[str, Any] | N
                                                         "contextId": world["executionContextId"], "returnByValue": True})
         if "exceptionDetails" in reply:
             raise SnapshotError(f"the mask's walk failed: {reply['exceptionDetails'].get('text', '')}")
-        value: dict[str, Any] = reply["result"]["value"]
+        value: dict[str, Any] = loads_json(reply["result"]["value"])
         return value
     except Exception as exc:
         if top:

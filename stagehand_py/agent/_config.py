@@ -44,7 +44,9 @@ class AgentConfig:
       without a model: its output fits the ``output`` schema, every value of it is found in the
       text of a page the run saw (numbers however written, a count as a table's rows), and a
       page it names (its title, heading or address) is the page the run ended on; then, with
-      ``self_check``, a model's verdict on the final page (one short request in choice mode). A
+      ``self_check`` (default on), a model's verdict on the final page: one more request per
+      ``done`` that passed those checks (a short one in choice mode; see the long-horizon guide
+      for what it costs). A
       failed check gives the model one more turn with the reason; a run that still ends on an
       unchecked claim is ``unverified``, never ``done``. ``AgentResult.checks`` says what ran and
       what it found. ``verify=False`` reports ``done`` as the model says it (``self_check`` then
@@ -72,7 +74,7 @@ class AgentConfig:
     checkpoint_path: str | Path | None = None
     evidence_dir: str | Path | None = None
     verify: bool = True
-    self_check: bool = False
+    self_check: bool = True
     use_vision: bool = False
     max_outline_tokens: int = 6000
     history_window: int = 8

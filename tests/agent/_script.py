@@ -71,12 +71,18 @@ def call(tool: str, memory: str = "", **args: Any) -> dict[str, Any]:
 Step = Callable[[Seen], dict[str, Any]]
 
 
+#: The verdict on a finished run's final page (``self_check``) when a test does not script it:
+#: yes, no line named. A test of the verdict answers it itself (:func:`page_verdict`).
+PASSING_VERDICT: dict[str, Callable[[LLMRequest], Any]] = {"agent_verdict": lambda r: {"evidence": NO_LINE, "verdict": "yes"}}
+
+
 class AgentScript(FunctionLLM):
-    """Answers ``purpose == "agent"`` requests from ``steps``; other purposes from ``others``."""
+    """Answers ``purpose == "agent"`` requests from ``steps``; other purposes from ``others``
+    (the verdict on the final page: yes, unless ``others`` answers it)."""
 
     def __init__(self, steps: list[Step | dict[str, Any]], *, others: dict[str, Callable[[LLMRequest], Any]] | None = None) -> None:
         self.steps = list(steps)
-        self.others = others or {}
+        self.others = {**PASSING_VERDICT, **(others or {})}
         self.seen: list[Seen] = []
         super().__init__(self._answer, model_name="agent-script")
 
@@ -108,9 +114,9 @@ def chooser(plan: list[tuple[str, str]], seen: list[LLMRequest], *,
             others: dict[str, Callable[[LLMRequest], Any]] | None = None) -> FunctionLLM:
     """A small model in choice mode: at agent step i it picks the one offered line containing
     ``plan[i][0]``, with ``plan[i][1]`` as the value; requests of other purposes are answered by
-    ``others`` (an ``agent_output`` request gets ``{"parts": ["Anchor", "Drill"]}`` unless given).
-    Every request is appended to ``seen``."""
-    answers = {"agent_output": lambda r: {"parts": ["Anchor", "Drill"]}, **(others or {})}
+    ``others`` (an ``agent_output`` request gets ``{"parts": ["Anchor", "Drill"]}`` and the
+    verdict 'yes' unless given). Every request is appended to ``seen``."""
+    answers = {"agent_output": lambda r: {"parts": ["Anchor", "Drill"]}, **PASSING_VERDICT, **(others or {})}
 
     def answer(request: LLMRequest) -> dict[str, Any]:
         seen.append(request)

@@ -76,7 +76,8 @@ async def test_anthropic_computer_tool_drives_the_page(page, server, provider: F
     provider.reply(anthropic_message(tool_use=("outcome", {"clicked": "Confirm"})))  # the structured output
 
     client = LLMClient("anthropic/claude-test-model", api_key="sk-ant-test", base_url=provider.url, retry_policy=FAST)
-    agent = Stagehand(page, model=client).agent(mode="cua", cua_screen=(640, 480))
+    # The provider's computer-tool protocol alone: no verdict request (self_check) among its turns.
+    agent = Stagehand(page, model=client).agent(mode="cua", cua_screen=(640, 480), self_check=False)
     result = await agent.execute("Confirm, open, and search", max_steps=10, variables={"query": SECRET}, output=Outcome)
 
     assert result.status == "done", result.message
@@ -137,7 +138,8 @@ async def test_openai_computer_use_preview_with_an_approved_safety_check(page, s
         return True
 
     client = LLMClient("openai/computer-use-preview", api_key="sk-test", base_url=f"{provider.url}/v1", retry_policy=FAST)
-    agent = Stagehand(page, model=client).agent(mode="cua", cua_screen=(640, 480), on_safety_check=approve)
+    agent = Stagehand(page, model=client).agent(mode="cua", cua_screen=(640, 480), on_safety_check=approve,
+                                                self_check=False)  # the computer-use protocol alone
     result = await agent.execute("Confirm, open, and search", max_steps=10, variables={"query": SECRET})
 
     assert result.status == "done", result.message

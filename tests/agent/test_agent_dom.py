@@ -70,7 +70,8 @@ async def test_three_page_wizard_completed(page, server, tmp_path, caplog):
     assert types.count("model_usage") == 9
     assert types[-1] == "finished" and events[-1].result == result
     assert json.loads(checkpoint.read_text())["status"] == "done"
-    assert result.usage.requests == 9
+    assert result.usage.requests == 10  # nine steps, and the verdict on the final page (self_check)
+    assert [c.check for c in result.checks if c.passed] == ["schema", "values", "verdict"]
 
 
 async def test_paginated_list_collected_with_save_progress(page, server, tmp_path):

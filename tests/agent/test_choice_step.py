@@ -132,7 +132,7 @@ async def test_the_agent_signs_in_with_placeholders_by_choosing(new_stagehand, s
     assert "username=alice" in body and f"password={SECRET}" in body  # the real values were typed
     assert all(SECRET not in all_text(r) for r in seen)  # the model saw only placeholders
     assert SECRET not in result.model_dump_json()
-    assert result.usage.requests == 4
+    assert result.usage.requests == 5  # four steps, and the verdict on the final page (self_check)
 
 
 class Parts(BaseModel):

@@ -160,7 +160,7 @@ async def recorded(request, make, shop, tmp_path, tmp_path_factory, first_runs) 
 async def test_a_run_replays_with_no_model_and_heals_only_a_renamed_button(make, shop, tmp_path):
     cache = tmp_path / "cache"
     sh, first, calls = await _run(make, cache, shop, first_run_model())
-    assert first.success and first.replay is None and len(calls) == 5  # 4 agent steps + 1 extract
+    assert first.success and first.replay is None and len(calls) == 6  # 4 agent steps, 1 extract, the verdict on done
     assert await sh.page.inner_text("#cart") == "Cart: 4 items"
     [stored] = list((cache / "agent-runs").iterdir())
     text = stored.read_text()
@@ -202,7 +202,7 @@ async def test_a_replay_that_cannot_heal_falls_back_to_the_live_agent(make, shop
     assert result.success and result.replay is not None and result.replay.fell_back
     assert "step 2" in result.replay.reason and result.replay.replayed == [0]
     assert [s.status for s in result.replay.steps][-1] == "fresh"
-    assert [c.request.purpose for c in calls] == ["heal", "agent", "agent"]
+    assert [c.request.purpose for c in calls] == ["heal", "agent", "agent", "agent_verdict"]
     assert await sh.page.inner_text("#cart") == "Cart: 4 items"
 
 
@@ -230,7 +230,7 @@ async def test_a_replay_that_ends_elsewhere_falls_back_to_the_live_agent(make, s
     assert result.replay is not None and result.replay.fell_back and result.replay.replayed == [0, 1, 2]
     assert result.replay.outcome_differences == ["main heading: expected 'Tiny shop'; the page shows 'Tiny shop (closed)'"]
     assert "the outcome differs from the recorded run: main heading" in result.replay.reason
-    assert [c.request.purpose for c in calls] == ["agent"] and result.message == "the shop is closed"
+    assert [c.request.purpose for c in calls] == ["agent", "agent_verdict"] and result.message == "the shop is closed"
 
 
 async def test_act_with_element_refuses_another_element_at_the_path(make, shop):

@@ -114,10 +114,12 @@ def test_the_cli_records_bad_rows_and_a_damaged_run_json_is_a_typed_error(tmp_pa
     (tmp_path / "task.json").write_text(json.dumps({"goal": "g"}))
     (tmp_path / "rows.csv").write_text("id,url\nonly_bad,\n")  # the url cell is empty
     # A file of bad rows only: nothing to open a page for, every row recorded with its error.
-    code = main(["run", "--task", "task.json", "--samples", "rows.csv", "--no-progress", "--rate-limit", "0"])
+    code = main(["run", "--task", "task.json", "--samples", "rows.csv", "--no-progress", "--rate-limit", "0",
+                 "--trace", "retain-on-failure"])
     out = capsys.readouterr().out
     assert code == 0 and "failed 1" in out
     (run_dir,) = (tmp_path / "evidence").glob("run_*")
+    assert json.loads((run_dir / "run.json").read_text())["spec"]["trace"] == "retain-on-failure"  # --trace: every row's
     assert json.loads((run_dir / "only_bad" / "result.json").read_text())["error"] == "rows.csv line 2: the url is empty"
     assert "rows.csv line 2: the url is empty" in (run_dir / "combined.csv").read_text()
     # --max-cell-size sets the bound: with 5 characters the url cell is over it.

@@ -56,10 +56,13 @@ async def test_the_agent_fills_a_field(provider: str, kind: str, page: Any, serv
         fake.reply(wire["answer"](step("act", {"element_id": username.group(1), "method": "fill", "arguments": [typed]},
                                        "fill the user name"), 3000))
         fake.reply(wire["answer"](step("done", {"message": "filled"}, "finish"), 3200))
+        # The verdict on the final page (self_check), in the provider's format too.
+        fake.reply(wire["answer"](json.dumps({"evidence": "(no line of the page shows it)", "verdict": "yes"}), 800))
         result = await sh.agent().execute(f"Type {typed} as the user name", max_steps=4)
         assert result.status == "done" and result.success, result.message
         assert await sh.page.locator("#username").input_value() == typed  # the page really changed
-        assert [s.path for s in fake.seen] == [wire["path"]] * 2
+        assert [s.path for s in fake.seen] == [wire["path"]] * 3
+        assert result.checks[-1].check == "verdict" and result.checks[-1].passed
         # The step answer is a union of tool calls tagged by "tool": sent as the provider takes it.
         schema = json.dumps(wire["schema"](fake.seen[0].body))
         assert '"act"' in schema and '"done"' in schema
@@ -69,7 +72,7 @@ async def test_the_agent_fills_a_field(provider: str, kind: str, page: Any, serv
         shown = f'value=\\"{typed}\\"'
         assert shown in json.dumps(wire["history"](fake.seen[1].body))
         assert shown not in json.dumps(wire["history"](fake.seen[0].body))
-        assert result.usage.input_tokens == 6200 and result.usage.cost_usd is not None and result.usage.cost_usd > 0
+        assert result.usage.input_tokens == 7000 and result.usage.cost_usd is not None and result.usage.cost_usd > 0
     finally:
         if kind == "launched":
             await sh.close()

@@ -202,10 +202,10 @@ async def test_text_echoing_a_value_is_masked_on_a_hostile_page(new_stagehand, c
     for frame in ("#frame", "#data"):
         await page.frame_locator(frame).locator("#inner").wait_for()
     await page.frame_locator("#cross").get_by_text(COUPON).wait_for()
+    boxes = {selector: await page.locator(selector).bounding_box() for selector in [*ECHOES, "#plain"]}
     for variables, masked in ((VariableSet.of({"coupon": COUPON}), True), (VariableSet.of({"coupon": "not-on-the-page"}), False)):
         image = Image.open(io.BytesIO(await masked_screenshot(page, variables, full_page=True, scale="css"))).convert("RGB")
-        for selector in [*ECHOES, "#plain"]:
-            box = await page.locator(selector).bounding_box()
+        for selector, box in boxes.items():
             assert box is not None, selector
             # The text's start (the second host's <dd> is a full-width block in a 16 px font).
             region = image.crop((round(box["x"]) + 2, round(box["y"]) + 2, round(box["x"]) + 60, round(box["y"] + box["height"]) - 2))

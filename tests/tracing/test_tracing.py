@@ -125,7 +125,8 @@ async def test_agent_run_and_steps(spans: Any, page: Any, server: Any) -> None:
     assert [dict(s.attributes or {})["stagehand.agent.step"] for s in steps] == [1, 2]
     assert all(child_of(s, run) for s in steps)
     chats = by_name(finished, "chat agent-script")
-    assert len(chats) == 2 and [any(child_of(c, s) for s in steps) for c in chats] == [True, True]
+    # Two steps' calls and the verdict on the final page (self_check), inside the second step.
+    assert len(chats) == 3 and [any(child_of(c, s) for s in steps) for c in chats] == [True, True, True]
     act = one(finished, "stagehand.act")
     assert child_of(act, steps[0]) and child_of(one(finished, "stagehand.action fill"), act)
     run_attrs = dict(run.attributes or {})
