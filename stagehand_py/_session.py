@@ -55,6 +55,8 @@ class PageSession:
         self.identities: dict[str, ElementIdentity] = {}
         #: The last whole-page snapshot taken (what a verb's model was shown): the run viewer's outline.
         self.last_read: Snapshot | None = None
+        #: Set by the tab's "crash" event: a crashed renderer never answers a CDP detach (it waited forever).
+        self.crashed = asyncio.Event()
 
     async def install_helpers(self) -> None:
         if not self._helpers_installed:
@@ -95,9 +97,20 @@ class PageSession:
     async def close(self) -> None:
         """Detach from the tab's CDP targets (nothing to do when the tab went first)."""
         targets, self._targets = self._targets, None
-        if targets is not None:
+        if targets is None or self.crashed.is_set():
+            return
+        detach = asyncio.ensure_future(targets.close())
+        crash = asyncio.ensure_future(self.crashed.wait())
+        try:
+            # The crash event may arrive while the detach is in flight (it then never returns).
+            await asyncio.wait({detach, crash}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            crash.cancel()
+            if not detach.done():
+                detach.cancel()
+        if detach.done() and not detach.cancelled():
             try:
-                await targets.close()
+                detach.result()
             except PageClosedError:
                 pass  # the page went first; nothing to detach from
 
@@ -109,7 +122,7 @@ class PageSessions:
     def __init__(self, *, direct: DirectConnection | None) -> None:
         self._direct = direct
         self._sessions: dict[Page, PageSession] = {}
-        self._listeners: list[tuple[Page, Any]] = []
+        self._listeners: list[tuple[Page, str, Any]] = []
         self._closing: set[asyncio.Task[None]] = set()
 
     def of(self, page: Page) -> PageSession:
@@ -120,8 +133,12 @@ class PageSessions:
             if not page.is_closed():
                 def on_close(_page: Page) -> None:
                     self._drop(page)
+
+                def on_crash(_page: Page) -> None:
+                    session.crashed.set()
                 page.on("close", on_close)
-                self._listeners.append((page, on_close))
+                page.on("crash", on_crash)
+                self._listeners += [(page, "close", on_close), (page, "crash", on_crash)]
         return session
 
     def _drop(self, page: Page) -> None:
@@ -138,14 +155,14 @@ class PageSessions:
 
     async def close(self) -> None:
         """Detach every session (the user's pages stay open) and stop watching the tabs."""
-        for page, listener in self._listeners:
-            page.remove_listener("close", listener)
-        self._listeners.clear()
         sessions, self._sessions = list(self._sessions.values()), {}
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
         for session in sessions:
-            await session.close()
+            await session.close()  # with the tabs still watched: a crash while detaching ends the wait
+        for page, event, listener in self._listeners:
+            page.remove_listener(event, listener)
+        self._listeners.clear()
 
 
 @dataclass
