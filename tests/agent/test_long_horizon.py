@@ -160,7 +160,9 @@ async def test_fallback_model_takes_over_after_429s(page, server, fake, caplog):
     rate_limited(fake, 3)  # the primary's first try and its two retries
     fallback = AgentScript([lambda s: call("done", message="done by the fallback")])
     events = []
-    agent = Stagehand(page, model=primary(fake)).agent(fallback_model=fallback)
+    # The step's fallback alone: no verdict request (self_check) after the done, whose retries on
+    # the exhausted primary would be counted here too.
+    agent = Stagehand(page, model=primary(fake)).agent(fallback_model=fallback, self_check=False)
     result = await agent.execute("Open the site and finish", max_steps=5, callbacks=events.append)
     assert result.status == "done" and result.message == "done by the fallback"
     assert len(fake.seen) == 4 and len(fallback.seen) == 1
