@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any, get_args
 
 from .._types import ActionMethod
-from .common import Fence, reuse_layout
+from .common import NO_CHOICE, Fence, reuse_layout
 
-__all__ = ["CHOICE_METHODS", "HOW_TO_CHOOSE", "MAX_CHOSEN", "NO_CHOICE", "TEXT_METHODS", "choice_enum", "choice_line",
+__all__ = ["CHOICE_METHODS", "MAX_CHOSEN", "NO_CHOICE", "TEXT_METHODS", "choice_enum", "choice_line",
            "choice_schema", "enum_safe", "with_choices"]
 
 #: The methods a choice-mode answer may name (all of them; the enum keeps spellings exact).
@@ -25,9 +25,6 @@ CHOICE_METHODS: tuple[str, ...] = get_args(ActionMethod)
 TEXT_METHODS: tuple[str, ...] = ("fill", "type")
 
 _NAME_MAX = 80
-#: The last choice of every list: picking it means no element fits. A grammar-bound small
-#: model answers an allowed empty list far too eagerly; it must pick a line, and this is one.
-NO_CHOICE = "none: no element fits"
 #: At most this many elements in one observe() answer in choice mode: a small model under a
 #: grammar can otherwise keep listing choices until it runs out of tokens (invalid JSON).
 MAX_CHOSEN = 10
@@ -52,28 +49,20 @@ def choice_line(role: str, name: str, element_id: str, *, details: str = "") -> 
     return f"{role}: {text} [{element_id}]" if name else f"{role} {text} [{element_id}]"
 
 
-#: How to answer with choices (the same for observe and act, so an act after an observe shares
-#: it; how many elements is in each verb's closing line).
-HOW_TO_CHOOSE = (
-    "Answer by choosing from the choices above: put a choice, copied exactly, in \"element\". A choice "
-    "names an actionable element of the outline as 'role: name [id]'. Give the method and its arguments "
-    f"as the methods list says. Only when no element fits, choose '{NO_CHOICE}'."
-)
-
-
 def with_choices(user: str, choices: Sequence[str], fence: Fence) -> str:
-    """``user`` with the fenced choices (page text) and how to answer with them.
+    """``user`` with the fenced choices (page text); how to answer with them is in the system
+    prompt (:data:`.common.CHOICE_RULES`), the fixed part a local model keeps on disk.
 
-    Laid out for reuse, both go right after the page's outline (the first fenced block: observe
+    Laid out for reuse, they go right after the page's outline (the first fenced block: observe
     and the act that follows offer the same choices on a small page, so they share them too);
     otherwise at the end.
     """
     listed = f"Choices:\n{fence.wrap(chr(10).join(choices), 'choices: page elements')}"
     end = user.find(fence.closing)
     if not reuse_layout() or end < 0:
-        return f"{user}\n\n{HOW_TO_CHOOSE}\n\n{listed}".replace("choices above", "choices below")
+        return f"{user}\n\n{listed}"
     end += len(fence.closing)
-    return f"{user[:end]}\n\n{listed}\n\n{HOW_TO_CHOOSE}{user[end:]}"
+    return f"{user[:end]}\n\n{listed}{user[end:]}"
 
 
 def choice_schema(choices: Sequence[str], *, single: bool, opens_options: bool,

@@ -3,7 +3,9 @@
 **Layout for reuse.** A model with a prompt cache (llama.cpp's slot, OpenAI's and Anthropic's
 prefix caches) pays only for the tokens after the longest prefix it has already seen. Every
 verb's request is therefore laid out shared-first: the same system prompt for every verb
-(:func:`preamble`), then the user message opening with the page's outline (or one part of
+(:func:`preamble`), holding every fixed rule of every verb, also how to answer with choices and
+from page lines (the embedded model keeps this prompt's cache on disk, so a new process pays only
+for what follows it), then the user message opening with the page's outline (or one part of
 it, :func:`page_section`), and only then what this call asks (the verb's task, the instruction,
 the variables, a schema's words, the choices; a re-ask comes after the answer it corrects). So
 observe and the act that follows, an act and its heal, an extract and its re-asks, and the next
@@ -37,12 +39,14 @@ from __future__ import annotations
 
 import re
 import secrets as _secrets
+import string
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ELEMENT_RULES", "ELEMENT_TASK", "FENCE_NONCE", "METHODS_GUIDE", "VARIABLES_RULE", "Fence", "fence_rules", "instruction_with_outline", "page_fence",
+__all__ = ["CHOICE_RULES", "ELEMENT_RULES", "ELEMENT_TASK", "EXTRACT_LINES_RULES", "FENCE_NONCE", "METHODS_GUIDE", "NOT_ON_PAGE",
+           "NO_CHOICE", "VARIABLES_RULE", "Fence", "fence_rules", "instruction_with_outline", "page_fence",
            "page_section", "page_then_task", "preamble", "reuse_layout", "set_reuse_layout", "states_section",
            "variable_names", "variables_block", "with_states"]
 
@@ -52,11 +56,21 @@ _CLOSE_WORD = "END UNTRUSTED"
 _WORDS = re.compile(r"(BEGIN|END)(\s+)(UNTRUSTED)", re.IGNORECASE)
 
 
+#: Letters in a nonce: 14 lowercase letters hold 65.8 random bits (16 hex digits held 64). Letters,
+#: because a model pays per token and Qwen2.5's tokenizer splits digits one by one: 16 hex digits were
+#: ~15 tokens, 14 letters are ~8, and a fence has two delimiters in every request.
+_NONCE_LETTERS = 14
+
+
+def _new_nonce() -> str:
+    return "".join(_secrets.choice(string.ascii_lowercase) for _ in range(_NONCE_LETTERS))
+
+
 @dataclass(frozen=True)
 class Fence:
     """Delimiters for untrusted text, unique to one request: ``Fence()`` draws a new nonce."""
 
-    nonce: str = field(default_factory=lambda: _secrets.token_hex(8))
+    nonce: str = field(default_factory=_new_nonce)
 
     @property
     def opening(self) -> str:
@@ -77,7 +91,7 @@ class Fence:
 
 
 #: Matches a fence delimiter's nonce, for comparing prompts across requests (cassettes).
-FENCE_NONCE = re.compile(rf"(?<={_OPEN_WORD} )[0-9a-f]{{16}}|[0-9a-f]{{16}}(?=>>>)")
+FENCE_NONCE = re.compile(rf"(?<={_OPEN_WORD} )[a-z]{{{_NONCE_LETTERS}}}(?![a-z])|(?<![a-z])[a-z]{{{_NONCE_LETTERS}}}(?=>>>)")
 
 
 def fence_rules(fence: Fence) -> str:
@@ -127,6 +141,8 @@ def preamble(fence: Fence) -> str:
         "- Take values only from the page or the instruction; never make one up.\n"
         f"{METHODS_GUIDE}\n\n"
         f"{ELEMENT_RULES}\n\n"
+        f"{CHOICE_RULES}\n\n"
+        f"{EXTRACT_LINES_RULES}\n\n"
         f"{VARIABLES_RULE}\n\n"
         f"{fence_rules(fence)}"
     )
@@ -175,10 +191,11 @@ def page_then_task(page: str, task: Sequence[str]) -> str:
 
 def states_section(lines: Sequence[str], fence: Fence) -> str:
     """The fenced block of current values and states (page text: a value is whatever was typed),
-    one ``[id] role: name value="..." [checked]`` line per element that has any; "" for none."""
+    one ``[id] role: name value="..." [checked]`` line per element that has any; "" for none. Its
+    fence's label names it (a heading line too cost tokens in every act after a fill)."""
     if not lines:
         return ""
-    return f"Current values and states:\n{fence.wrap(chr(10).join(lines), 'current values and states')}"
+    return fence.wrap(chr(10).join(lines), "current values and states")
 
 
 def with_states(user: str, lines: Sequence[str], fence: Fence) -> str:
@@ -226,6 +243,32 @@ ELEMENT_RULES = (
     "- When the instruction gives no value to fill, type, select or press, leave the arguments empty "
     "([]) rather than invent one: the user will supply it.\n"
     "- When nothing fits, return an empty list rather than a guess."
+)
+
+#: The last choice of every list: picking it means no element fits. A grammar-bound small
+#: model answers an allowed empty list far too eagerly; it must pick a line, and this is one.
+NO_CHOICE = "none: no element fits"
+
+#: How to answer with choices (choice mode's observe and act): in the system prompt, as above, so
+#: that a first call pays only for the page, its choices and the instruction.
+CHOICE_RULES = (
+    "Choices (observe and act, when a request lists them after the outline): each choice names an actionable "
+    "element of the outline as 'role: name [id]'. Answer by choosing: put a choice, copied exactly, in "
+    "\"element\", and give the method and its arguments as the methods list says. Only when no element fits, "
+    f"choose '{NO_CHOICE}'."
+)
+
+#: The answer of a choice-mode extract field that no page line holds.
+NOT_ON_PAGE = "none: not on the page"
+
+#: How choice mode's extract answers from the page's numbered lines: in the system prompt, as above.
+EXTRACT_LINES_RULES = (
+    "Extracting from page lines (extract, when a request shows the page as numbered lines instead of an "
+    "outline): answer with the data the instruction asks for, read from those lines. For each field, copy the "
+    "line that holds its value, ending with its [number]; for a value that is only part of a line, stop where "
+    "the value ends ('Ada Lovelace [3]' from 'by Ada Lovelace [3]'). A number: the number as written and its "
+    "line's [number]. A link: its line. A list: one answer per item, in page order. When no line holds a "
+    f"value, answer '{NOT_ON_PAGE}'; never guess."
 )
 
 #: How variables work (the request then lists only their names): in the system prompt, as above.

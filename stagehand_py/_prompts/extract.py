@@ -12,7 +12,7 @@ the embedded model pays about a second per 45 prompt tokens.
 
 from __future__ import annotations
 
-from .common import Fence, page_section, page_then_task, preamble
+from .common import NOT_ON_PAGE, Fence, page_section, page_then_task, preamble
 
 __all__ = [
     "DATA_DESCRIPTION",
@@ -56,17 +56,9 @@ EXTRACT_TASK = (
 )
 
 
-#: The answer of a choice-mode field that no page line holds.
-NOT_ON_PAGE = "none: not on the page"
-
-#: What a choice-mode extract asks, after the page's lines.
-EXTRACT_CHOICE_TASK = (
-    "Task: answer with the data the instruction asks for, read from the page lines above. For each "
-    "field, copy the line that holds its value, ending with its [number]; for a value that is only part "
-    "of a line, stop where the value ends ('Ada Lovelace [3]' from 'by Ada Lovelace [3]'). A number: "
-    "the number as written and its line's [number]. A link: its line. A list: one answer per item, in "
-    f"page order. When no line holds a value, answer '{NOT_ON_PAGE}'; never guess."
-)
+#: What a choice-mode extract asks, after the page's lines: how to answer is in the system prompt
+#: (:data:`.common.EXTRACT_LINES_RULES`), the fixed part a local model keeps on disk.
+EXTRACT_CHOICE_TASK = "Task: extract the data the instruction asks for from the page lines above (see Extracting from page lines)."
 
 
 def extract_system(fence: Fence) -> str:

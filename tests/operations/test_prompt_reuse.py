@@ -28,7 +28,7 @@ from stagehand_py.testing import FunctionLLM, capture_requests
 
 from ._ops import element, find_id
 
-_CLOSING = re.compile(r"END UNTRUSTED [0-9a-f]{16}>>>")
+_CLOSING = re.compile(r"END UNTRUSTED [a-z]{14}>>>")
 
 
 def rendered(request: LLMRequest) -> str:
@@ -189,7 +189,8 @@ async def test_an_act_after_typing_shares_the_outline_the_states_come_after_the_
     # ... the outline the model reads does not, and the act's states block has them.
     outline = act[act.index("<user>"):outline_end(act)]
     assert "textbox: Username\n" in outline and "value=" not in outline.replace('value="50"', "")
-    states = act.index("\n\nCurrent values and states:")
+    states = act.index("\n\n<<<BEGIN UNTRUSTED", outline_end(act) + 1)
+    assert act[states:].split("\n", 3)[2].endswith("(current values and states)")
     block = act[states:act.index("Instruction:")]
     assert 'textbox: Username value="ada"' in block and "textbox: Password [filled] [focused]" in block
     assert "radio: Free [checked]" in block

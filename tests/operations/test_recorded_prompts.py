@@ -33,7 +33,7 @@ CASSETTE = FLOW / "cassettes" / "test_shop_flow" / "test_sign_in_then_read_the_c
 RECORD = ("the worked example's cassette no longer matches the prompts: record it again with the embedded model, "
           "`flock /work/model.lock .venv/bin/python -m pytest -q -p no:cacheprovider examples/pytest_flow "
           "--stagehand-record all` (then tests/plugin/test_worked_example.py replays it)")
-_FENCE = Fence("0123456789abcdef")
+_FENCE = Fence("abcdefghijklmn")
 _INSTRUCTION = re.compile(r"\n\nInstruction: (.*?)(?:\n\n|$)", re.DOTALL)
 _VARIABLE = re.compile(r"^- %(\w+)%(?:: (.*))?$", re.MULTILINE)
 

@@ -100,7 +100,7 @@ async def test_every_prompt_is_fenced_with_one_nonce_per_page(page, server, brow
     nonces = []
     for call in calls:
         user = prompt_text(call.request).split("Page outline:", 1)[1]
-        nonce = re.search(r"<<<BEGIN UNTRUSTED ([0-9a-f]{16})", user).group(1)
+        nonce = re.search(r"<<<BEGIN UNTRUSTED ([a-z]{14})", user).group(1)
         # The outline, and with vision the screenshot legend, each in its own fence.
         bodies = re.findall(rf"<<<BEGIN UNTRUSTED {nonce}(.*?)END UNTRUSTED {nonce}>>>", user, re.DOTALL)
         assert bodies and all(nonce not in body for body in bodies)
