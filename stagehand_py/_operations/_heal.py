@@ -243,7 +243,8 @@ async def replay(ctx: OperationContext, key: str, instruction: str, cached: Cach
         ctx.cache.store(key, [p.action for p in done], [p.identity for p in done])
         logger.info("act %r: cache entry rewritten with the healed selector(s)", instruction)
     return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].action.description,
-                     actions=[p.action for p in done], healed=healed, cache_hit=True, dispatched=dispatches.sent)
+                     actions=[p.action for p in done], healed=healed, cache_hit=True, dispatched=dispatches.sent,
+                     elements=[p.identity for p in done])
 
 
 async def cached_actions_valid(ctx: OperationContext, entry: CacheEntry) -> bool:

@@ -83,6 +83,7 @@ async def act_action(ctx: OperationContext, action: Action, element: ElementIden
         actions=[ran],
         healed=healed,
         dispatched=dispatches.sent,
+        elements=[plan.identity],
     )
 
 
@@ -209,7 +210,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
             return ActResult(success=False, message=f"Clicked {ran.action.description!r}, but nothing that appeared "
                              f"after it fits {instruction!r}; it was not clicked again.",
                              description=ran.action.description, actions=[ran.action], healed=healed,
-                             dispatched=dispatches.sent, repairs=repairs)
+                             dispatched=dispatches.sent, repairs=repairs, elements=[ran.identity])
         await note_repairs(client, "act", option.action.repairs)
         repairs.extend(option.action.repairs)
         # Chosen from the read just made after the click: run as found (no second identity check).
@@ -220,4 +221,5 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     if key is not None:
         ctx.cache.store(key, without_repairs([p.action for p in done]), [p.identity for p in done])
     return ActResult(success=True, message=f"{instruction}: done", description=done[-1].action.description,
-                     actions=[p.action for p in done], healed=healed, dispatched=dispatches.sent, repairs=repairs)
+                     actions=[p.action for p in done], healed=healed, dispatched=dispatches.sent, repairs=repairs,
+                     elements=[p.identity for p in done])
