@@ -347,8 +347,8 @@ class Stagehand:
 
     def _driven(self) -> PageSession:
         """The session of the tab driven now (see :attr:`pages` for the rule); a verb keeps it to its end."""
-        self._check_open()
-        return self._pages.of(self.page)
+        self._check_not_closed()
+        return self._pages.of(self._tabs.check_current())  # the driven tab, read once and checked open
 
     # --- verbs ---------------------------------------------------------------------------
 
@@ -411,8 +411,10 @@ class Stagehand:
             async with asyncio.timeout_at(deadline) as scope, verb_step(session, what, instruction or title,
                                                                         self._variables_seen, spent=lambda: self.metrics.total) as step:
                 await session.install_helpers()
-                return step.done(await traced_operation(what, operation, instruction=instruction, url=session.page.url,
-                                                        variables=self._variables_seen))
+                result = await traced_operation(what, operation, instruction=instruction, url=session.page.url,
+                                                variables=self._variables_seen)
+                step.result = result
+                return result
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise

@@ -32,7 +32,7 @@ from .._secrets import VariableSet
 from .._session import OperationContext
 from .._types import Action, ActResult, Repair
 from ._answers import VALUE_ARGUMENTS, AnswerCheck, as_instruction_gives, note_repairs, without_repairs
-from ._heal import plan_in, planned, remember, replay, run_plan
+from ._heal import plan_in, plan_on, planned, remember, replay, run_plan
 from ._pipeline import (
     PageRead,
     Question,
@@ -106,7 +106,7 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 
     def check(out: ActAnswer) -> tuple[list[str], tuple[list[Plan], bool]]:
         problems, actions = checker(out.elements[:1], out.offered)
-        plans = [plan_in(page.snapshot, a, ctx.variables) for a in as_instruction_gives(actions, instruction)]
+        plans = [plan_on(checker.record_of(a), a, ctx.variables) for a in as_instruction_gives(actions, instruction)]
         return problems, (plans, out.opens_options and not _completes_itself(plans))
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
