@@ -115,10 +115,12 @@ class HopCounter:
 
 
 def _model(request: Any) -> dict[str, Any]:
-    """The scripted model: extract's data, act's "Sign in" button."""
-    from stagehand_py.llm._messages import message_text
+    """The scripted model: extract's data, act's "Sign in" button.
 
-    text = "\n".join(message_text(m) for m in request.messages)
+    It reads the request's text itself, with no stagehand_py helper: a call from here into the
+    package would count as a hop of the verb (its nearest package caller is the test double).
+    """
+    text = "\n".join(getattr(part, "text", "") for m in request.messages for part in m.content)
     if request.purpose == "extract":
         return {"data": {"title": "Products", "cheapest": "$24.00"}, "instruction_satisfied": True}
     found = re.search(r"\[(\d+-\d+)\] button: Sign in", text)

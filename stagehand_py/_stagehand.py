@@ -345,17 +345,10 @@ class Stagehand:
         self._check_not_closed()
         self._tabs.check_current()
 
-    @property
-    def _identities(self) -> dict[str, ElementIdentity]:
-        """The driven tab's planned identities (selector -> role and name). The agent writes the
-        element it chose here before ``act(Action)`` (which checks the page still shows it) and
-        reads what a heal chose; an act keeps the dict of the tab it started on."""
-        return self._driven().identities
-
     def _driven(self) -> PageSession:
         """The session of the tab driven now (see :attr:`pages` for the rule); a verb keeps it to its end."""
-        self._check_open()
-        return self._pages.of(self.page)
+        self._check_not_closed()
+        return self._pages.of(self._tabs.check_current())  # the driven tab, read once and checked open
 
     # --- verbs ---------------------------------------------------------------------------
 
@@ -418,8 +411,10 @@ class Stagehand:
             async with asyncio.timeout_at(deadline) as scope, verb_step(session, what, instruction or title,
                                                                         self._variables_seen, spent=lambda: self.metrics.total) as step:
                 await session.install_helpers()
-                return step.done(await traced_operation(what, operation, instruction=instruction, url=session.page.url,
-                                                        variables=self._variables_seen))
+                result = await traced_operation(what, operation, instruction=instruction, url=session.page.url,
+                                                variables=self._variables_seen)
+                step.result = result
+                return result
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise
@@ -582,7 +577,7 @@ class Stagehand:
         settings = (config or AgentConfig()).replace(options)
         client = self._models.make(settings.model) if settings.model is not None else self._models.require()
         return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model),
-                     before_run=self._guarded)
+                     before_run=self._guarded, cache_dir=self._cache.directory if self._cache is not None else None)
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:
