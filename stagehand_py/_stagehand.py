@@ -34,7 +34,7 @@ from .browser._recording import TraceMode
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
-from .llm import LLMClient, Metrics, ModelLoad
+from .llm import LLMClient, Metrics, ModelLoad, Usage
 from .llm._policy import token_budget_for
 from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
@@ -345,17 +345,10 @@ class Stagehand:
         self._check_not_closed()
         self._tabs.check_current()
 
-    @property
-    def _identities(self) -> dict[str, ElementIdentity]:
-        """The driven tab's planned identities (selector -> role and name). The agent writes the
-        element it chose here before ``act(Action)`` (which checks the page still shows it) and
-        reads what a heal chose; an act keeps the dict of the tab it started on."""
-        return self._driven().identities
-
     def _driven(self) -> PageSession:
         """The session of the tab driven now (see :attr:`pages` for the rule); a verb keeps it to its end."""
-        self._check_open()
-        return self._pages.of(self.page)
+        self._check_not_closed()
+        return self._pages.of(self._tabs.check_current())  # the driven tab, read once and checked open
 
     # --- verbs ---------------------------------------------------------------------------
 
@@ -418,8 +411,10 @@ class Stagehand:
             async with asyncio.timeout_at(deadline) as scope, verb_step(session, what, instruction or title,
                                                                         self._variables_seen, spent=lambda: self.metrics.total) as step:
                 await session.install_helpers()
-                return step.done(await traced_operation(what, operation, instruction=instruction, url=session.page.url,
-                                                        variables=self._variables_seen))
+                result = await traced_operation(what, operation, instruction=instruction, url=session.page.url,
+                                                variables=self._variables_seen)
+                step.result = result
+                return result
         except TimeoutError as exc:
             if isinstance(exc, StagehandTimeoutError) or not scope.expired():
                 raise
@@ -500,13 +495,14 @@ class Stagehand:
     async def _act_reporting(self, ctx: OperationContext, timeout: float | None, operation: Callable[[], Awaitable[ActResult]],
                              instruction: str | None = None, title: str = "") -> ActResult:
         """Run an act and add what it spent (model usage) and what it downloaded to its result."""
-        spent_before = self.metrics.total
+        metrics = ctx.client.metrics if ctx.client is not None else None  # the client this act asks
+        spent_before = metrics.total if metrics is not None else Usage()
         downloads_before = len(self._tabs.downloads)
         result = await self._run("act", timeout, operation, instruction=instruction, ctx=ctx, title=title)
         self._session.trace.failed |= not result.success
         # A download still running after this stays in the background and shows in `downloads` when saved.
         await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
-        return result.model_copy(update={"usage": self.metrics.total - spent_before,
+        return result.model_copy(update={"usage": metrics.total - spent_before if metrics is not None else Usage(),
                                          "downloads": self._tabs.downloads[downloads_before:]})
 
     @overload
@@ -582,7 +578,7 @@ class Stagehand:
         settings = (config or AgentConfig()).replace(options)
         client = self._models.make(settings.model) if settings.model is not None else self._models.require()
         return Agent(self, settings, client=client, fallback_client=self._models.fallback(settings.fallback_model),
-                     before_run=self._guarded)
+                     before_run=self._guarded, cache_dir=self._cache.directory if self._cache is not None else None)
 
     async def evaluate(self, question: str, *, screenshot: bool = True, model: ModelSpec | None = None,
                        timeout: float | None = None) -> EvaluateResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,7 @@ __all__ = [
     "ActResult",
     "BlockedKind",
     "BlockedRequest",
+    "ElementIdentity",
     "Repair",
     "SavedDownload",
     "ActionMethod",
@@ -150,6 +152,15 @@ class BlockedRequest(BaseModel):
     resource_type: str = ""
 
 
+@dataclass(frozen=True)
+class ElementIdentity:
+    """Which element an action was chosen (or cached) on: its outline role and accessible name
+    (never a value; names redacted like prompts)."""
+
+    role: str
+    name: str
+
+
 class ActResult(BaseModel):
     """What ``act()`` did."""
 
@@ -175,6 +186,10 @@ class ActResult(BaseModel):
     dispatched: list[str] = Field(default_factory=list)
     #: Near misses in the model's answer that the page corrected or that were re-asked, in order.
     repairs: list[Repair] = Field(default_factory=list)
+    #: Per action of ``actions`` (same order), the element it ran on: role and accessible name as
+    #: the outline showed it where the element was chosen (after a heal, the re-located one);
+    #: None when unknown (an Action built by hand).
+    elements: list[ElementIdentity | None] = Field(default_factory=list)
 
 
 class VariableSpec(TypedDict, total=False):

@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from types import TracebackType
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Page, Request
@@ -42,6 +43,8 @@ __all__ = [
     "PageWatch",
     "late_content_window",
     "page_clock",
+    "settled_after",
+    "settled_clock",
     "wait_for_change",
     "wait_for_settled_dom",
     "watch_page",
@@ -55,6 +58,7 @@ DEFAULT_LONG_POLL_MS: Final = 2_000
 # Streams that are open by design; waiting for them to finish would always hit the cap.
 _IGNORED_RESOURCE_TYPES: Final = frozenset({"websocket", "eventsource"})
 _POLL_S: Final = 0.05
+T = TypeVar("T")
 
 
 class PageWatch:
@@ -216,6 +220,25 @@ async def wait_for_settled_dom(
     """
     async with watch_page(page) as watch:
         await watch.wait_for_settled(quiet_ms=quiet_ms, timeout_ms=timeout_ms, long_poll_ms=long_poll_ms)
+
+
+async def settled_after(page: Page, action: Coroutine[Any, Any, T], *, timeout_ms: float) -> T:
+    """Run ``action`` watched from before it starts (:class:`PageWatch`), then wait for ``page`` to
+    settle, at most ``timeout_ms``; what ``action`` returned. What it raises ends the watch at once."""
+    try:
+        async with PageWatch(page) as watch:
+            done = await action
+            await watch.wait_for_settled(timeout_ms=timeout_ms)
+    finally:
+        action.close()  # not started when the watch could not start: no "never awaited" warning
+    return done
+
+
+async def settled_clock(page: Page, *, quiet_ms: float, timeout_ms: float) -> float | None:
+    """Wait for ``page`` to settle (:func:`wait_for_settled_dom`), then its clock (:func:`page_clock`):
+    a read of the page starts from there, and DOM changes from then on are noted."""
+    await wait_for_settled_dom(page, quiet_ms=quiet_ms, timeout_ms=timeout_ms)
+    return await page_clock(page)
 
 
 # A DOM change that counts. Not: <style> elements coming and going, or the inline style of a

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from .._errors import CacheError
-from .._types import Action
+from .._types import Action, ElementIdentity
 from .._util import normalise_url, write_json_atomic
 
 __all__ = ["ActionCache", "CacheEntry", "CacheKey", "ElementIdentity"]
@@ -55,14 +55,6 @@ class CacheKey:
     def filename(self) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", self.instruction.lower()).strip("-")[:48].strip("-") or "entry"
         return f"{self.kind}-{slug}-{self.digest[:16]}.json"
-
-
-@dataclass(frozen=True)
-class ElementIdentity:
-    """Which element an action was cached for: its outline role and accessible name (no value)."""
-
-    role: str
-    name: str
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from .._prompts.common import Fence
 from .._prompts.observe import ObservedElement
 from .._types import Action, Repair
 from ..llm import LLMClient
-from ..snapshot import Snapshot
+from ..snapshot import Snapshot, SnapshotElement
 from ._near_misses import (
     as_check,
     as_select,
@@ -126,10 +126,9 @@ def to_action(snapshot: Snapshot, eid: str, *, description: str, method: str, ar
                   missing_arguments=list(missing), repairs=list(repairs))
 
 
-def _placeholder(snapshot: Snapshot, eid: str, method: str, taken: set[str]) -> str:
-    """A placeholder name for the value of ``method`` on ``eid``: the element's name as a word
+def _placeholder(element: SnapshotElement | None, method: str, taken: set[str]) -> str:
+    """A placeholder name for the value of ``method`` on ``element``: its name as a word
     (``search_products``), else the argument's kind (``text``); never one already ``taken``."""
-    element = snapshot.element(eid)
     word = re.sub(r"[^a-z0-9]+", "_", (element.name if element else "").lower()).strip("_")[:32].strip("_")
     base = word if word and not word[0].isdigit() else VALUE_ARGUMENTS[method]
     name, n = base, 2
@@ -177,12 +176,18 @@ class AnswerCheck:
     left_out: list[Repair] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._elements = self.snapshot.elements
+        self._elements = self.snapshot.elements  # parsed once for this read: every rule reads these records
+        self._by_id = {element.id: element for element in self._elements}
         self._ids_by_path = {path: eid for eid, path in self.snapshot.xpath_map.items()}
         self._text = text_fields(self._elements)
         self._asked: set[str] = set()  # the kinds re-asked already (each once)
         self._pending: dict[int, list[Repair]] = {}  # re-asks made, by the answer's position
         self._dropped: list[Repair] = []  # second misses left out by the current call
+
+    def record_of(self, action: Action) -> SnapshotElement | None:
+        """The record of the element ``action`` (one this check made) runs on, in this read."""
+        eid = self._ids_by_path.get(action.selector.removeprefix("xpath="))
+        return self._by_id.get(eid) if eid is not None else None
 
     def __call__(self, elements: Sequence[ObservedElement],
                  offered: Mapping[str, str] | None = None) -> tuple[list[str], list[Action]]:
@@ -228,28 +233,30 @@ class AnswerCheck:
                 f"in brackets at the start of an outline line{example_id(snapshot)}{hint}"
             )
             return None
-        answered = on_element(snapshot, element.method, element.arguments, eid, self.redact)
+        record = self._by_id.get(eid)
+        answered = on_element(element.method, element.arguments, eid, record, self.redact)
         repairs: list[Repair] = []
         picked, method, arguments = eid, str(element.method), list(element.arguments)
-        eid, method, arguments = as_select(snapshot, eid, method, arguments, self._ids_by_path)
+        eid, method, arguments = as_select(eid, record, method, arguments, self._ids_by_path)
         if eid != picked:
+            record = self._by_id.get(eid)
             repairs.append(Repair(kind="option_to_select", answered=answered,
-                                  done=on_element(snapshot, method, arguments, eid, self.redact)))
-        checked = as_check(snapshot, eid, method, arguments, self.redact)
+                                  done=on_element(method, arguments, eid, record, self.redact)))
+        checked = as_check(eid, record, method, arguments, self.redact)
         if isinstance(checked, str):
             self._near_miss("select_to_check", n, answered, f"elements[{n}]: {checked}", "re-asked for the element "
                             "meant, with check", problems, asked)
             return None
         if checked[0] != method:
             repairs.append(Repair(kind="select_to_check", answered=answered,
-                                  done=on_element(snapshot, checked[0], checked[1], eid, self.redact)))
+                                  done=on_element(checked[0], checked[1], eid, record, self.redact)))
         method, arguments = checked
         if method in VALUE_ARGUMENTS and only_finds(self.instruction) and eid == picked and not any(
                 p in self.variables for p in placeholders_in(arguments)):
             # The instruction only finds: nothing was asked to be typed, chosen or pressed.
             method, arguments = "click", []
             repairs.append(Repair(kind="no_value_asked", answered=answered,
-                                  done=on_element(snapshot, method, arguments, eid, self.redact)))
+                                  done=on_element(method, arguments, eid, record, self.redact)))
         invented = [p for p in placeholders_in(arguments) if p not in self.variables]
         if invented and (self.variables or not self.missing_values or method not in VALUE_ARGUMENTS):
             available = ", ".join(f"%{v}%" for v in self.variables) or "none"
@@ -258,22 +265,22 @@ class AnswerCheck:
                 f"variable (available: {available})"
             )
             return None
-        if self.reask and types_text(method, arguments) and takes_no_text(snapshot.element(eid), self._text):
+        if self.reask and types_text(method, arguments) and takes_no_text(record, self._text):
             self._not_editable(n, eid, method, answered, offered, problems, asked)
             return None
         if self.reask and method == "select_option" and arguments and not placeholders_in(arguments) \
-                and native_select(snapshot, eid) and "unknown_option" not in self._asked:
-            labels = option_labels(self._elements, snapshot.xpath_map[eid])
+                and record is not None and native_select(record) and "unknown_option" not in self._asked:
+            labels = option_labels(self._elements, record.xpath)
             if labels and not option_named(labels, arguments[0]):
                 self._unknown_option(n, eid, arguments[0], labels, answered, problems, asked)
                 return None
         missing: list[str] = []
         if self.missing_values and method in VALUE_ARGUMENTS and (invented or not [a for a in arguments if a.strip()]):
-            missing = [_placeholder(snapshot, eid, method, taken)]
+            missing = [_placeholder(record, method, taken)]
             arguments = [f"%{missing[0]}%"]
             if invented:  # no variables were given: the model's placeholder names nothing
                 repairs.append(Repair(kind="invented_placeholder", answered=answered, done=on_element(
-                    snapshot, method, arguments, eid, self.redact) + f", with {missing[0]!r} in missing_arguments"))
+                    method, arguments, eid, record, self.redact) + f", with {missing[0]!r} in missing_arguments"))
         try:
             check_arity(method, arguments)
         except InvalidArgumentError as exc:
@@ -305,10 +312,10 @@ class AnswerCheck:
         if offered is not None:
             fields = [line for i, line in offered.items() if i in self._text]
         else:
-            fields = [outline_line(self.snapshot, e.id) for e in self._elements if e.id in self._text]
-        element = self.snapshot.element(eid)
+            fields = [outline_line(e.id, e) for e in self._elements if e.id in self._text]
+        element = self._by_id.get(eid)
         role = element.role if element is not None else "element"
-        line = self.redact(outline_line(self.snapshot, eid))
+        line = self.redact(outline_line(eid, element))
         what = f"elements[{n}]: {method} puts text into a field, but {line} is a {role}, which takes no text"
         none = f"'{NO_CHOICE}'" if offered is not None else "no element for it"
         if fields:
@@ -322,7 +329,7 @@ class AnswerCheck:
 
     def _unknown_option(self, n: int, eid: str, wanted: str, labels: Sequence[str], answered: str,
                         problems: list[str], asked: dict[int, Repair]) -> None:
-        line = self.redact(outline_line(self.snapshot, eid))
+        line = self.redact(outline_line(eid, self._by_id.get(eid)))
         problem = (f"elements[{n}]: the select {line} has no option {self.redact(wanted)!r}. Its option labels are "
                    "listed below. If the option the instruction means is one of them, answer select_option on this "
                    "select with that label, copied exactly; if not, answer the element that has it.\n"

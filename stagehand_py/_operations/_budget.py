@@ -13,8 +13,6 @@ from pydantic import BaseModel
 
 from .._errors import ConfigurationError
 from .._prompts.llm import prompted_json_instructions
-from ..llm import Message
-from ..llm._messages import message_text
 from ..llm._structured import OutputSpec
 from ..snapshot import OutlineChunk, estimate_tokens, split_outline
 
@@ -23,9 +21,9 @@ __all__ = ["chunk_budget", "pieces", "prompt_tokens", "reask_reserve"]
 _REASK_RESERVE_MIN = 300
 
 
-def prompt_tokens(messages: Sequence[Message], output: type[BaseModel] | dict[str, Any] | None) -> int:
-    """Estimated prompt tokens of a request: message texts plus the schema as sent (worst mode)."""
-    text = "\n".join(message_text(m) for m in messages)
+def prompt_tokens(texts: Sequence[str], output: type[BaseModel] | dict[str, Any] | None) -> int:
+    """Estimated prompt tokens of a request: its messages' texts plus the schema as sent (worst mode)."""
+    text = "\n".join(texts)
     spec = OutputSpec.from_output(output)
     if spec.wire_schema is not None:
         text += prompted_json_instructions(spec.wire_schema)
@@ -37,14 +35,15 @@ def reask_reserve(token_budget: int) -> int:
     return max(_REASK_RESERVE_MIN, token_budget // 10)
 
 
-def chunk_budget(token_budget: int, overhead_messages: Sequence[Message], output: Any, *, extra_reserve: int = 0,
+def chunk_budget(token_budget: int, overhead: Sequence[str], output: Any, *, extra_reserve: int = 0,
                  choice: bool = False) -> int:
-    """Tokens left for page content once the fixed text, schema and re-ask reserve are counted.
+    """Tokens left for page content once the fixed text (``overhead``: the request's message texts
+    without the page), schema and re-ask reserve are counted.
 
     ``choice``: the client is in choice mode, where the chunk's actionable lines are repeated
     as choices (in the message and in the schema), so the chunk gets a third of what is left.
     """
-    fixed = prompt_tokens(overhead_messages, output)
+    fixed = prompt_tokens(overhead, output)
     left = token_budget - fixed - reask_reserve(token_budget) - extra_reserve
     if choice:
         left //= 3
@@ -71,8 +70,9 @@ def pieces(outline: str, budget: int) -> list[OutlineChunk]:
     rest of that group, the following lines as deep as its last line, within the budget: a row
     cut between its label and its value would be answerable from neither part.
     """
-    if estimate_tokens(outline) <= budget:
-        return [OutlineChunk(0, outline, estimate_tokens(outline), 0, outline.count("\n"), 0)]
+    tokens = estimate_tokens(outline)
+    if tokens <= budget:
+        return [OutlineChunk(0, outline, tokens, 0, outline.count("\n"), 0)]
     lines = outline.split("\n")
     room = int(budget * _GROUP_SLACK)
     chunks = split_outline(outline, budget - room)

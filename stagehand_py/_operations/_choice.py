@@ -33,7 +33,6 @@ from .._prompts.act import ActAnswer
 from .._prompts.choice import NO_CHOICE, choice_line, choice_schema, with_choices
 from .._prompts.common import Fence
 from .._prompts.observe import ElementAnswer, ObservedElement
-from ..llm import SystemMessage, UserMessage
 from ..snapshot import SnapshotElement
 from ._budget import prompt_tokens, reask_reserve
 from ._near_misses import text_fields
@@ -194,7 +193,7 @@ def as_choice(system: str, user: str, answer: type[BaseModel], *, outline: str, 
     def tokens(lines: Sequence[str]) -> int:
         schema = schema_of(lines)
         text = with_choices(user, lines, fence)
-        return prompt_tokens([SystemMessage(system), UserMessage(text)], schema)
+        return prompt_tokens((system, text), schema)
 
     if single:  # act: narrowed to the candidates that fit the instruction
         choices = _fitting(choices, contexts, instruction, outline)

@@ -39,7 +39,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from .._actions import DEFAULT_TIMEOUT, Dispatches, Plan, action_title, execute_plan, resolve_element, watch_page
+from .._actions import DEFAULT_TIMEOUT, Dispatches, Plan, action_title, execute_plan, resolve_element, settled_after
 from .._cache import CacheEntry, ElementIdentity
 from .._errors import (
     ActionError,
@@ -62,7 +62,7 @@ from ..snapshot import Snapshot, SnapshotElement, parse_line
 from ._answers import check_elements
 from ._pipeline import Question, ask_parts, read_page, settle, split_page
 
-__all__ = ["cached_actions_valid", "heal", "identity_in", "identity_matches", "plan_in", "planned", "remember",
+__all__ = ["cached_actions_valid", "heal", "identity_in", "identity_matches", "plan_in", "plan_on", "planned", "remember",
            "replay", "run_plan"]
 
 logger = logging.getLogger("stagehand_py._operations")
@@ -105,13 +105,12 @@ async def _execute(ctx: OperationContext, plan: Plan, dispatches: Dispatches, *,
     async def confirm() -> None:
         await _confirm(ctx, plan)
 
-    async with watch_page(ctx.page) as watch:
-        await execute_plan(ctx.page, plan, variables=ctx.variables, deadline=_action_by(ctx),
-                           # a checked element is looked for only as long as a first try waits
-                           found_by=_by(ctx, _probe_s(ctx)) if heal_may_follow or checked else None,
-                           actionable_for=_probe_s(ctx) if heal_may_follow else None,
-                           confirm=confirm if checked else None, dispatches=dispatches)
-        await watch.wait_for_settled(timeout_ms=ctx.dom_settle_timeout * 1000)
+    await settled_after(ctx.page, execute_plan(
+        ctx.page, plan, variables=ctx.variables, deadline=_action_by(ctx),
+        # a checked element is looked for only as long as a first try waits
+        found_by=_by(ctx, _probe_s(ctx)) if heal_may_follow or checked else None,
+        actionable_for=_probe_s(ctx) if heal_may_follow else None,
+        confirm=confirm if checked else None, dispatches=dispatches), timeout_ms=ctx.dom_settle_timeout * 1000)
 
 
 async def run_plan(ctx: OperationContext, plan: Plan, dispatches: Dispatches, *, cached: bool = False) -> tuple[Plan, bool]:
@@ -243,7 +242,8 @@ async def replay(ctx: OperationContext, key: str, instruction: str, cached: Cach
         ctx.cache.store(key, [p.action for p in done], [p.identity for p in done])
         logger.info("act %r: cache entry rewritten with the healed selector(s)", instruction)
     return ActResult(success=True, message=f"{instruction}: done (from cache)", description=done[-1].action.description,
-                     actions=[p.action for p in done], healed=healed, cache_hit=True, dispatched=dispatches.sent)
+                     actions=[p.action for p in done], healed=healed, cache_hit=True, dispatched=dispatches.sent,
+                     elements=[p.identity for p in done])
 
 
 async def cached_actions_valid(ctx: OperationContext, entry: CacheEntry) -> bool:
@@ -273,6 +273,14 @@ def identity_of_line(line: str, variables: VariableSet) -> ElementIdentity | Non
     if element is None:
         return None
     return ElementIdentity(element.role, variables.redact(element.name))
+
+
+def plan_on(element: SnapshotElement | None, action: Action, variables: VariableSet) -> Plan:
+    """``action`` as planned on ``element``, its element's record in the read it was chosen from
+    (the answer check's: no second lookup); a plan without identity when None."""
+    if element is None:
+        return Plan(action)
+    return Plan(action, ElementIdentity(element.role, variables.redact(element.name)), element.id)
 
 
 def _identity_of(snapshot: Snapshot, element_id: str | None, variables: VariableSet) -> ElementIdentity | None:

@@ -1,7 +1,8 @@
 """Near misses: element answers the page shows to be almost right, and what each one becomes.
 
 Every rule here reads our own records of the page (the snapshot's lines: roles, names, nesting and
-xpaths), never the page itself. A rule either corrects the answer, where the page leaves one
+xpaths, parsed once per read by the caller and handed over as :class:`SnapshotElement` records),
+never the page itself. A rule either corrects the answer, where the page leaves one
 reading, or says which valid choices to re-ask with (:class:`~._answers.AnswerCheck` re-asks once
 and records both as :class:`~stagehand_py.Repair`):
 
@@ -33,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from .._prompts.choice import TEXT_METHODS
-from ..snapshot import Snapshot, SnapshotElement
+from ..snapshot import SnapshotElement
 
 __all__ = ["CHECKABLE_ROLES", "as_check", "as_select", "native_select", "on_element", "only_finds",
            "option_labels", "option_named", "outline_line", "takes_no_text", "text_fields", "types_text"]
@@ -106,9 +107,9 @@ def only_finds(instruction: str | None) -> bool:
     return bool(instruction) and bool(_FINDS.match(instruction or "")) and not _MORE.search(instruction or "")
 
 
-def native_select(snapshot: Snapshot, eid: str) -> bool:
-    """Whether ``eid`` is a native ``<select>`` (by its xpath)."""
-    return bool(_SELECT_PATH.search(snapshot.xpath_map.get(eid, "")))
+def native_select(element: SnapshotElement | None) -> bool:
+    """Whether ``element`` is a native ``<select>`` (by its xpath)."""
+    return element is not None and bool(_SELECT_PATH.search(element.xpath))
 
 
 def option_labels(elements: Sequence[SnapshotElement], select_path: str) -> list[str]:
@@ -127,25 +128,24 @@ def option_named(labels: Sequence[str], wanted: str) -> bool:
     return _norm(wanted) in {_norm(label) for label in labels}
 
 
-def as_select(snapshot: Snapshot, eid: str, method: str, arguments: Sequence[str],
+def as_select(eid: str, option: SnapshotElement | None, method: str, arguments: Sequence[str],
               ids_by_path: Mapping[str, str]) -> tuple[str, str, list[str]]:
-    """(id, method, arguments), with an option of a native select picked for ``select_option``
-    or ``click`` turned into ``select_option`` of its label on the select itself; the answer's own
-    label stands when it gives one."""
-    m = _OPTION_PATH.match(snapshot.xpath_map[eid])
+    """(id, method, arguments), with an option of a native select (element ``eid``, its record
+    ``option``) picked for ``select_option`` or ``click`` turned into ``select_option`` of its label
+    on the select itself; the answer's own label stands when it gives one."""
+    m = _OPTION_PATH.match(option.xpath) if option is not None else None
     select = ids_by_path.get(m.group("select")) if m else None
-    option = snapshot.element(eid)
     if select is None or option is None or method not in ("select_option", "click") or not option.name:
         return eid, method, list(arguments)
     given = [a for a in arguments if a]
     return select, "select_option", given if method == "select_option" and given else [option.name]
 
 
-def as_check(snapshot: Snapshot, eid: str, method: str, arguments: list[str],
+def as_check(eid: str, element: SnapshotElement | None, method: str, arguments: list[str],
              redact: Callable[[str], str]) -> tuple[str, list[str]] | str:
-    """(method, arguments), with ``select_option`` of a checkable element's own name turned into
-    ``check``; or a problem for the model when it names another option."""
-    element = snapshot.element(eid)
+    """(method, arguments), with ``select_option`` of a checkable element (``eid``, its record
+    ``element``) with its own name turned into ``check``; or a problem for the model when it names
+    another option."""
     if method != "select_option" or element is None or element.role not in CHECKABLE_ROLES:
         return method, arguments
     name = _norm(element.name)
@@ -157,17 +157,16 @@ def as_check(snapshot: Snapshot, eid: str, method: str, arguments: list[str],
             "with method check")
 
 
-def outline_line(snapshot: Snapshot, eid: str) -> str:
-    """``"[0-39] link: 1"``: the element's id, role and name as its outline line shows them
-    (never its value, which may be one the user typed)."""
-    element = snapshot.element(eid)
+def outline_line(eid: str, element: SnapshotElement | None) -> str:
+    """``"[0-39] link: 1"``: element ``eid``'s id, role and name as its outline line (its record
+    ``element``) shows them (never its value, which may be one the user typed)."""
     if element is None:
         return f"[{eid}]"
     return f"[{eid}] {element.role}: {element.name}" if element.name else f"[{eid}] {element.role}"
 
 
-def on_element(snapshot: Snapshot, method: str, arguments: Sequence[str], eid: str,
+def on_element(method: str, arguments: Sequence[str], eid: str, element: SnapshotElement | None,
                redact: Callable[[str], str]) -> str:
-    """``method`` with ``arguments`` on element ``eid`` in words, for a :class:`~stagehand_py.Repair`:
-    ``"type ['json'] on [0-39] link: 1"``."""
-    return redact(f"{method} {list(arguments)!r} on {outline_line(snapshot, eid)}")
+    """``method`` with ``arguments`` on element ``eid`` (its record ``element``) in words, for a
+    :class:`~stagehand_py.Repair`: ``"type ['json'] on [0-39] link: 1"``."""
+    return redact(f"{method} {list(arguments)!r} on {outline_line(eid, element)}")

@@ -39,7 +39,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from .._actions import late_content_window, page_clock, wait_for_change, wait_for_settled_dom
+from .._actions import late_content_window, settled_clock, wait_for_change
 from .._errors import ConfigurationError, InvalidArgumentError
 from .._prompts.common import Fence, page_fence, reuse_layout, states_section, with_states
 from .._prompts.vision import EXTRACT_SCREENSHOT_NOTE, VISION_SYSTEM_NOTE, screenshot_legend
@@ -103,9 +103,22 @@ class PageParts:
     total: int
     #: Each chunk's volatile states are shown apart from its outline (:func:`states_apart`).
     states_apart: bool = False
+    #: The whole page's text and its :func:`states_apart` split, made once when measuring the budget.
+    whole: tuple[str, tuple[str, list[str]]] | None = None
+    #: The pieces were cut for choice mode (a third of the budget each): an element question about
+    #: them is asked in choice mode.
+    choice: bool = False
 
     def part(self, chunk: OutlineChunk) -> tuple[int, int] | None:
         return (chunk.index + 1, self.total) if self.total > 1 else None
+
+    def outline_and_states(self, chunk: OutlineChunk) -> tuple[str, list[str]]:
+        """``chunk``'s outline as the prompt shows it, and its states when shown apart."""
+        if not self.states_apart:
+            return chunk.text, []
+        if self.whole is not None and self.whole[0] == chunk.text:  # the page goes whole: split already
+            return self.whole[1]
+        return states_apart(chunk.text)
 
 
 async def settle(ctx: OperationContext) -> float | None:
@@ -114,8 +127,7 @@ async def settle(ctx: OperationContext) -> float | None:
     Returns the page's clock then (:func:`~stagehand_py._actions.page_clock`); from then on the
     page's DOM changes are noted, so :func:`look` misses none that came while the model thought.
     """
-    await wait_for_settled_dom(ctx.page, quiet_ms=300, timeout_ms=ctx.dom_settle_timeout * 1000)
-    return await page_clock(ctx.page)
+    return await settled_clock(ctx.page, quiet_ms=300, timeout_ms=ctx.dom_settle_timeout * 1000)
 
 
 @dataclass(frozen=True)
@@ -215,17 +227,20 @@ def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[Ba
     act), so parts are ranked by their best element read with its section. The page's volatile
     states are shown apart (:func:`states_apart`; their block counted in every piece's budget)
     unless ``keep_states``: a choice-mode extract reads values from the page's own lines."""
-    system, user = prompt(Fence(), "", _SAMPLE_PART)
-    budget = chunk_budget(ctx.token_budget, [SystemMessage(system), UserMessage(user)], output,
+    sample = Fence()
+    system, user = prompt(sample, "", _SAMPLE_PART)
+    budget = chunk_budget(ctx.token_budget, (system, user), output,
                           extra_reserve=extra_reserve, choice=choice)
-    apart = False
+    apart, whole = False, None
     if reuse_layout() and not keep_states:
-        states = states_section(states_apart(text)[1], Fence())
+        split = states_apart(text)
+        states = states_section(split[1], sample)
         cost = estimate_tokens(states) if states else 0
         apart = cost * _STATES_SHARE <= budget
         budget -= cost if apart else 0
+        whole = (text, split)
     chunks = pieces(text, budget)
-    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks), apart)
+    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks), apart, whole, choice)
 
 
 async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel] | dict[str, Any], *, purpose: str,
@@ -261,13 +276,13 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
 
     ``with_image`` adds the annotated screenshot; ``images`` go with the request as given
     (extract's page screenshot). ``elements``: an element question (``ObserveAnswer``/``ActAnswer``
-    and a check returning a list), asked in choice mode when the client wants it, ``instruction``
+    and a check returning a list), asked in choice mode when the parts were cut for it, ``instruction``
     then ranking the choices when they must be cut and ``only`` keeping the elements it accepts as
     choices; None when the part has no element to choose.
     """
     client = ctx.model()
     fence = page_fence(ctx.page, chunk.text)  # one per page: the outline's prefix stays byte-identical
-    outline, states = states_apart(chunk.text) if parts.states_apart else (chunk.text, [])
+    outline, states = parts.outline_and_states(chunk)
     system, user = question.prompt(fence, outline, parts.part(chunk))
     user = with_states(user, states, fence)
     shots = list(images)
@@ -275,7 +290,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
         system, user, shots = await with_annotated_screenshot(
             ctx.page, page.snapshot, system, user, fence, variables=ctx.variables)
     output, check = question.output, question.check
-    if elements and client.choice_mode and isinstance(output, type):
+    if elements and parts.choice and isinstance(output, type):
         choice = as_choice(system, user, output, outline=outline, fence=fence, token_budget=ctx.token_budget,
                            check=check, instruction=instruction, only=only,
                            rank_choices=parts.total > 1)
@@ -320,8 +335,9 @@ def check_vision(vision: Any, what: str) -> None:
 
 def model_sees(client: LLMClient) -> bool:
     """False when the model's profile says it takes no images (a model with no profile is trusted)."""
-    profile = getattr(client.model, "profile", None)
-    return bool(getattr(profile, "supports_images", getattr(client.model, "supports_images", True)))
+    model = client.model
+    profile = getattr(model, "profile", None)
+    return bool(getattr(profile, "supports_images", getattr(model, "supports_images", True)))
 
 
 def require_sight(client: LLMClient, what: str) -> None:

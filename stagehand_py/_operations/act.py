@@ -32,7 +32,7 @@ from .._secrets import VariableSet
 from .._session import OperationContext
 from .._types import Action, ActResult, Repair
 from ._answers import VALUE_ARGUMENTS, AnswerCheck, as_instruction_gives, note_repairs, without_repairs
-from ._heal import plan_in, planned, remember, replay, run_plan
+from ._heal import plan_in, plan_on, planned, remember, replay, run_plan
 from ._pipeline import (
     PageRead,
     Question,
@@ -83,6 +83,7 @@ async def act_action(ctx: OperationContext, action: Action, element: ElementIden
         actions=[ran],
         healed=healed,
         dispatched=dispatches.sent,
+        elements=[plan.identity],
     )
 
 
@@ -105,7 +106,7 @@ async def _plan(ctx: OperationContext, instruction: str, page: PageRead, variabl
 
     def check(out: ActAnswer) -> tuple[list[str], tuple[list[Plan], bool]]:
         problems, actions = checker(out.elements[:1], out.offered)
-        plans = [plan_in(page.snapshot, a, ctx.variables) for a in as_instruction_gives(actions, instruction)]
+        plans = [plan_on(checker.record_of(a), a, ctx.variables) for a in as_instruction_gives(actions, instruction)]
         return problems, (plans, out.opens_options and not _completes_itself(plans))
 
     parts = split_page(ctx, page.text, prompt, ActAnswer, rank_by=instruction, choice=choice, elements=True)
@@ -209,7 +210,7 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
             return ActResult(success=False, message=f"Clicked {ran.action.description!r}, but nothing that appeared "
                              f"after it fits {instruction!r}; it was not clicked again.",
                              description=ran.action.description, actions=[ran.action], healed=healed,
-                             dispatched=dispatches.sent, repairs=repairs)
+                             dispatched=dispatches.sent, repairs=repairs, elements=[ran.identity])
         await note_repairs(client, "act", option.action.repairs)
         repairs.extend(option.action.repairs)
         # Chosen from the read just made after the click: run as found (no second identity check).
@@ -220,4 +221,5 @@ async def act_instruction(ctx: OperationContext, instruction: str, vision: Visio
     if key is not None:
         ctx.cache.store(key, without_repairs([p.action for p in done]), [p.identity for p in done])
     return ActResult(success=True, message=f"{instruction}: done", description=done[-1].action.description,
-                     actions=[p.action for p in done], healed=healed, dispatched=dispatches.sent, repairs=repairs)
+                     actions=[p.action for p in done], healed=healed, dispatched=dispatches.sent, repairs=repairs,
+                     elements=[p.identity for p in done])

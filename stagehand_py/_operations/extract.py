@@ -49,7 +49,7 @@ from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, EXTRACTION_DESCRIPTI
 from .._session import OperationContext
 from .._types import Repair
 from .._util import schema_dict
-from ..llm import ImagePart, SystemMessage, UserMessage
+from ..llm import ImagePart
 from ..llm._structured import check_json_schema, validation_errors
 from ..snapshot import OutlineChunk, parse_outline
 from ._budget import prompt_tokens, reask_reserve
@@ -263,7 +263,7 @@ def _choice_question(ctx: OperationContext, target: _Target, plan: Plan, lines: 
         choices = {kind: {fence.neutralise(answer): meant for answer, meant in line_choices(shown, kind, detail=detail).items()}
                    for kind in sorted(choice_kinds(plan))}
         wire = choice_wire(plan, choices)
-        if prompt_tokens([SystemMessage(system), UserMessage(user)], wire) <= room:
+        if prompt_tokens((system, user), wire) <= room:
             break
     return Question(partial(prompt, lines=text), wire, partial(_check_choice, target, plan, choices, parts.total == 1, asked))
 

@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .._actions import action_title
 from .._secrets import VariableSet
@@ -35,7 +35,6 @@ __all__ = ["Picture", "RunRecorder", "Step", "recorder_of", "verb_step"]
 
 logger = logging.getLogger("stagehand_py")
 
-T = TypeVar("T")
 
 #: Outline lines kept on each side of the chosen element's line.
 _AROUND = 6
@@ -187,23 +186,20 @@ def watching(context: Any, recorder: RunRecorder) -> Any:
 
 
 class VerbStep:
-    """One verb's call as the recorder sees it: :meth:`done` with what the verb returned."""
+    """One verb's call as the recorder sees it: ``result`` is what the verb returned."""
 
     def __init__(self, recorder: RunRecorder | None, step: Step | None, session: PageSession, title: str,
                  spent: Callable[[], Usage]) -> None:
         self.recorder, self.step, self.session, self.title, self._spent = recorder, step, session, title, spent
-        self._before = spent()
+        self._before = spent() if step is not None else None  # read only when a recorder keeps the step
         self.result: Any = None
-
-    def done(self, result: T) -> T:
-        self.result = result
-        return result
 
     async def finish(self, error: BaseException | None) -> None:
         if self.recorder is None or self.step is None:
             return
         step, recorder = self.step, self.recorder
         outcome, ok, boxes = _outcome(self.result, error, recorder.variables)
+        assert self._before is not None  # a step: read at the start
         usage = self._spent() - self._before
         if step.agent:  # the agent step's own outcome is its tool's: this verb's goes under it
             step.outcome.setdefault("verbs", []).append({"verb": self.title, **outcome})
@@ -233,7 +229,7 @@ async def verb_step(session: PageSession, what: str, subject: str, variables: Va
     step = None
     if recorder is not None:
         step = recorder.open_agent_step or recorder.begin(title)
-    verb = VerbStep(recorder, step, session, variables.redact(title), spent)
+    verb = VerbStep(recorder, step, session, variables.redact(title) if step is not None else title, spent)
     async with trace_group(session.page, title, variables):
         try:
             yield verb

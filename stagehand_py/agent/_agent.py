@@ -46,8 +46,11 @@ class Agent:
         client: LLMClient,
         fallback_client: LLMClient | None = None,
         before_run: Callable[[], Awaitable[None]] | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         self._driver = driver
+        # Where finished DOM runs are stored and replayed from (a Stagehand's cache directory).
+        self._cache_dir = cache_dir
         # The driver's own preparation before a run (a Stagehand holds its context to its
         # allowed_domains first, so the run narrows that guard rather than making another).
         self._before_run = before_run
@@ -106,7 +109,7 @@ class Agent:
             config=self._config, max_steps=max_steps, variables=checked, output=output, timeout=timeout,
             callbacks=cbs, checkpoint_path=Path(path) if path is not None else None,
         )
-        store = run_store(self._driver) if self._config.mode == "dom" else None
+        store = run_store(self._cache_dir) if self._config.mode == "dom" else None
         if replay is True and store is None:
             raise InvalidArgumentError("replay=True needs a DOM agent on a Stagehand with a cache directory: "
                                        "Stagehand(page, cache_dir='...') stores runs under it.")

@@ -1,9 +1,9 @@
 """Replaying a :class:`~._recording.RunRecording` through the public verbs, with no model while
 nothing drifted.
 
-Each act runs as ``driver.act(Action, variables=...)`` after the element identity it was recorded
-with is handed to the driver: the Stagehand checks the page still shows that element at the
-selector, and when it does not, heals the step (one model call, that step only) or, without a
+Each act runs as ``driver.act(Action, variables=..., element=ElementIdentity(...))``, with the
+identity of the element it was recorded on: the Stagehand checks the page still shows that element
+at the selector, and when it does not, heals the step (one model call, that step only) or, without a
 model, refuses with a typed error, so nothing is ever done to another element. Navigations,
 key presses and page scrolls run as recorded. An extract or a ``save_progress`` is not asked
 again while the page still shows what it read, compared as data (:mod:`._outcome`: one read of
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._actions import substitute
-from .._cache import ElementIdentity
 from .._errors import ActionFailedError, InvalidArgumentError, StagehandError
 from .._operations._heal import identity_in
 from .._secrets import VariableSet
+from .._types import ElementIdentity
 from ..llm import Usage
 from ._outcome import PageView, data_pins, not_shown_on, prune, view_of
 from ._recording import RecordedStep, ReplayReport, RunRecording, StepReplay, StepStatus
@@ -167,18 +167,16 @@ async def _replay_act(driver: Driver, step: RecordedStep, variables: VariableSet
                       outcome: ReplayOutcome) -> tuple[StepStatus, RecordedStep, str]:
     action = step.action
     assert action is not None  # an act step always carries its action (RecordedStep of kind "act")
-    identities = getattr(driver, "_identities", None)
-    if step.role is not None and step.name is not None and isinstance(identities, dict):
-        # The Stagehand checks, before acting, that the selector still names this element.
-        identities[action.selector] = ElementIdentity(step.role, step.name)
-    result = await driver.act(action, variables=variables.given or None)
+    element = ElementIdentity(step.role, step.name) if step.role is not None and step.name is not None else None
+    # The driver checks, before acting, that the selector still names the recorded element.
+    result = await driver.act(action, variables=variables.given or None, element=element)
     outcome.usage = outcome.usage + result.usage
     if not result.success:
         raise ActionFailedError(result.message, selector=action.selector, method=action.method)
     if not result.healed:
         return "replayed", step, ""
     ran = result.actions[-1] if result.actions else action
-    now = identities.get(ran.selector) if isinstance(identities, dict) else None
+    now = result.elements[-1] if result.elements else None  # the element the heal chose
     healed = step.model_copy(update={"action": ran.model_copy(update={"description": action.description}),
                                      "role": now.role if now is not None else None,
                                      "name": now.name if now is not None else None})

@@ -17,7 +17,7 @@ from ._ending import finish
 from ._recording import RecordedStep, RunRecording, RunStore, StepReplay
 from ._replay import replay_steps
 from ._run import Finished, Run
-from ._types import AgentResult, AgentStatus, AgentStep, Driver
+from ._types import AgentResult, AgentStatus, AgentStep
 
 __all__ = ["run_store", "run_with_recording"]
 
@@ -27,11 +27,9 @@ logger = logging.getLogger("stagehand_py.agent")
 RUNS_FOLDER = "agent-runs"
 
 
-def run_store(driver: Driver) -> RunStore | None:
-    """The store under the driver's cache directory (``Stagehand(cache_dir=...)``), or None."""
-    cache = getattr(driver, "_cache", None)
-    directory = getattr(cache, "directory", None)
-    return RunStore(Path(directory) / RUNS_FOLDER) if isinstance(directory, Path) else None
+def run_store(cache_dir: Path | None) -> RunStore | None:
+    """The store under a Stagehand's cache directory (``Stagehand(cache_dir=...)``), or None."""
+    return RunStore(cache_dir / RUNS_FOLDER) if cache_dir is not None else None
 
 
 def _output(run: Run, recorded: Any) -> Any:

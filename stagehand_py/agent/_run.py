@@ -231,26 +231,20 @@ class Run:
         return self.redact(self.snapshot.line_for(element_id.strip("[] ")) or "")
 
     async def execute_action(self, action: Action) -> ActResult:
-        # The element the model chose from this step's outline: a Stagehand's act checks the page
-        # still shows it at the selector (a page may swap it while the model answers) first.
-        identities = getattr(self.driver, "_identities", None)
-        if self.snapshot is not None and isinstance(identities, dict):
-            identity = identity_in(self.snapshot, action.selector, self.variables)
-            if identity is not None:
-                identities[action.selector] = identity
-        result = await self.driver.act(action, variables=self.variables.given or None)
+        # The element the model chose from this step's outline travels with the action: the
+        # driver's act checks the page still shows it at the selector (a page may swap it while
+        # the model answers) before anything is sent.
+        identity = identity_in(self.snapshot, action.selector, self.variables) if self.snapshot is not None else None
+        result = await self.driver.act(action, variables=self.variables.given or None, element=identity)
         if not result.success:
             raise ActionFailedError(self.redact(result.message), selector=action.selector, method=action.method)
-        self.record_acts(result, identities)  # the acting tab's, even when the act opened another
+        self.record_acts(result)
         return result
 
-    def record_acts(self, result: ActResult, identities: object = None) -> None:
-        """Record the actions ``result`` ran, each with the identity its element was chosen on
-        (from ``identities``, else the driven tab's)."""
-        if identities is None:
-            identities = getattr(self.driver, "_identities", None)
-        for ran in result.actions:
-            identity = identities.get(ran.selector) if isinstance(identities, dict) else None
+    def record_acts(self, result: ActResult) -> None:
+        """Record the actions ``result`` ran, each with the element it ran on (``result.elements``)."""
+        elements = list(result.elements) + [None] * (len(result.actions) - len(result.elements))
+        for ran, identity in zip(result.actions, elements, strict=False):
             self.recorded.append(RecordedStep(
                 kind="act", action=ran.model_copy(update={"description": _without_id(self.redact(ran.description))}),
                 role=identity.role if identity is not None else None,

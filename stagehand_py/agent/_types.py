@@ -16,7 +16,7 @@ from ._recording import ReplayReport, RunRecording
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
-    from .._types import Action, ActResult, Variables
+    from .._types import Action, ActResult, ElementIdentity, Variables
     from ..snapshot import Snapshot
 
 __all__ = [
@@ -268,7 +268,11 @@ class Driver(Protocol):
 
     async def snapshot(self) -> Snapshot: ...
 
-    async def act(self, action: Action | str, /, *, variables: Variables | None = None) -> ActResult: ...
+    async def act(self, action: Action | str, /, *, variables: Variables | None = None,
+                  element: ElementIdentity | None = None) -> ActResult:
+        """Run ``action`` (or an instruction); ``element``: the element an Action was chosen on,
+        which the page must still show at its selector (see :meth:`stagehand_py.Stagehand.act`)."""
+        ...
 
     async def observe(self, instruction: str | None = None, /, *, variables: Variables | None = None) -> list[Action]: ...
 

@@ -301,7 +301,7 @@ class LLMClient:
                 raw = _raw_text(response)
                 checked = False
                 try:
-                    value = spec.validate(spec.extract(response))
+                    value = spec.read(response)
                     checked = check is not None
                     problems = list(check(value)) if check is not None else []
                     if problems:

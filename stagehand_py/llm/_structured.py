@@ -139,6 +139,10 @@ class OutputSpec(Generic[T]):
             data = data[_WRAP_KEY]
         return data
 
+    def read(self, response: ModelResponse) -> Any:
+        """The answer validated (:meth:`extract`, then :meth:`validate`)."""
+        return self.validate(self.extract(response))
+
     def validate(self, data: Any) -> Any:
         """Validated output: a pydantic instance, or ``data`` itself once it fits the schema."""
         if self.schema is None:

@@ -87,9 +87,9 @@ class OnlyADriver:
         self.calls.append("snapshot")
         return await self._sh.snapshot()
 
-    async def act(self, action: Any, /, *, variables: Any = None) -> Any:
+    async def act(self, action: Any, /, *, variables: Any = None, element: Any = None) -> Any:
         self.calls.append("act")
-        return await self._sh.act(action, variables=variables)
+        return await self._sh.act(action, variables=variables, element=element)
 
     async def observe(self, instruction: Any = None, /, *, variables: Any = None) -> Any:
         self.calls.append("observe")
