@@ -4,7 +4,9 @@ A maintainer following a verb from the public method to the browser and back rea
 per hop; this counts them. ``sys.setprofile`` sees every Python call while the verb runs; a
 *hop* is a new call into a function of stagehand_py module B whose nearest stagehand_py caller
 is in module A != B (``_stagehand`` -> ``_operations.extract`` is one; a call within one module,
-a coroutine resuming, a library (Playwright, pydantic, asyncio) in between are not). It also
+a coroutine resuming, a library (Playwright, pydantic, asyncio) in between are not, nor code
+generated at run time, such as a dataclass's ``__init__``: constructing a record is no hop, whether
+the record is a dataclass or a pydantic model). It also
 reports the distinct modules the verb ran code of, the distinct A -> B edges, and the calls
 back into the facade: hops into ``stagehand_py._stagehand`` from a module it called (an
 operation asking its Stagehand for a snapshot or a client; the tracing wrapper running the verb's
@@ -74,6 +76,11 @@ class Count:
 
 
 def _module(frame: FrameType) -> str | None:
+    if frame.f_code.co_filename.startswith("<"):
+        # Code generated at run time (a dataclass's __init__/__eq__, exec'd by the dataclasses
+        # module with the class's module as globals) is no function written in that module: like a
+        # library's, it is passed through (a pydantic model's or a named tuple's is not counted either).
+        return None
     name = frame.f_globals.get("__name__", "")
     return name if name == PACKAGE or name.startswith(PACKAGE + ".") else None
 

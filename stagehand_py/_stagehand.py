@@ -34,7 +34,7 @@ from .browser._recording import TraceMode
 from .browser._session import BrowserSession, connect_browser, connect_playwright_server, launch_browser
 from .browser._storage import write_storage_state
 from .browser._tabs import DownloadFailure, Tabs
-from .llm import LLMClient, Metrics, ModelLoad
+from .llm import LLMClient, Metrics, ModelLoad, Usage
 from .llm._policy import token_budget_for
 from .snapshot._model import Snapshot
 from .tracing._spans import traced_operation
@@ -495,13 +495,14 @@ class Stagehand:
     async def _act_reporting(self, ctx: OperationContext, timeout: float | None, operation: Callable[[], Awaitable[ActResult]],
                              instruction: str | None = None, title: str = "") -> ActResult:
         """Run an act and add what it spent (model usage) and what it downloaded to its result."""
-        spent_before = self.metrics.total
+        metrics = ctx.client.metrics if ctx.client is not None else None  # the client this act asks
+        spent_before = metrics.total if metrics is not None else Usage()
         downloads_before = len(self._tabs.downloads)
         result = await self._run("act", timeout, operation, instruction=instruction, ctx=ctx, title=title)
         self._session.trace.failed |= not result.success
         # A download still running after this stays in the background and shows in `downloads` when saved.
         await self._tabs.wait_for_downloads(timeout if timeout is not None else DOWNLOAD_WAIT)
-        return result.model_copy(update={"usage": self.metrics.total - spent_before,
+        return result.model_copy(update={"usage": metrics.total - spent_before if metrics is not None else Usage(),
                                          "downloads": self._tabs.downloads[downloads_before:]})
 
     @overload

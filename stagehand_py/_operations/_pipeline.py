@@ -105,6 +105,9 @@ class PageParts:
     states_apart: bool = False
     #: The whole page's text and its :func:`states_apart` split, made once when measuring the budget.
     whole: tuple[str, tuple[str, list[str]]] | None = None
+    #: The pieces were cut for choice mode (a third of the budget each): an element question about
+    #: them is asked in choice mode.
+    choice: bool = False
 
     def part(self, chunk: OutlineChunk) -> tuple[int, int] | None:
         return (chunk.index + 1, self.total) if self.total > 1 else None
@@ -237,7 +240,7 @@ def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[Ba
         budget -= cost if apart else 0
         whole = (text, split)
     chunks = pieces(text, budget)
-    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks), apart, whole)
+    return PageParts(rank_chunks(chunks, rank_by, hints=hints, elements=elements), len(chunks), apart, whole, choice)
 
 
 async def ask(client: LLMClient, system: str, user: str, output: type[BaseModel] | dict[str, Any], *, purpose: str,
@@ -273,7 +276,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
 
     ``with_image`` adds the annotated screenshot; ``images`` go with the request as given
     (extract's page screenshot). ``elements``: an element question (``ObserveAnswer``/``ActAnswer``
-    and a check returning a list), asked in choice mode when the client wants it, ``instruction``
+    and a check returning a list), asked in choice mode when the parts were cut for it, ``instruction``
     then ranking the choices when they must be cut and ``only`` keeping the elements it accepts as
     choices; None when the part has no element to choose.
     """
@@ -287,7 +290,7 @@ async def ask_part(ctx: OperationContext, page: PageRead, parts: PageParts, chun
         system, user, shots = await with_annotated_screenshot(
             ctx.page, page.snapshot, system, user, fence, variables=ctx.variables)
     output, check = question.output, question.check
-    if elements and client.choice_mode and isinstance(output, type):
+    if elements and parts.choice and isinstance(output, type):
         choice = as_choice(system, user, output, outline=outline, fence=fence, token_budget=ctx.token_budget,
                            check=check, instruction=instruction, only=only,
                            rank_choices=parts.total > 1)

@@ -36,6 +36,7 @@ async def test_self_heal_after_the_page_changed(page, server):
     assert result.healed and result.success and purposes == ["observe", "heal"]
     assert result.actions[0].selector != action.selector and "section[1]" in result.actions[0].selector
     assert result.elements == [ElementIdentity("button", "Load items")]  # the element the heal acted on
+    assert result.usage.requests == 1  # the heal's call: what this act spent (observe's call is not)
     await page.wait_for_function("document.getElementById('load-status').textContent === 'loaded'")
 
     # Without self-heal the broken selector is a typed error, and no model call is made.
@@ -62,6 +63,7 @@ async def test_custom_dropdown_two_steps(page, server):
     result = await sh.act("choose cherry as favourite fruit")
     assert result.success and [a.description for a in result.actions] == ["fruit dropdown", "Cherry option"]
     assert [e.role for e in result.elements if e is not None] == ["combobox", "option"]
+    assert result.usage.requests == 2
     assert await page.inner_text("#status") == "fruit cherry" and len(seen) == 2
 
 
