@@ -72,10 +72,27 @@ async def test_a_count_read_off_the_filtered_table_is_done(new_stagehand, server
     assert result.status == "done" and result.success, result.message
     assert result.output == Count(count=8)
     assert [(c.check, c.passed) for c in result.checks] == [
-        ("schema", True), ("values", True), ("final_state", None), ("verdict", True)]
+        ("schema", True), ("values", True), ("final_state", None), ("agreement", None), ("verdict", True)]
     (read,) = result.checks[1].values
     assert (read.field, read.how, read.step) == ("$.count", "text", 3) and read.url.endswith("status=open&q=")
-    assert 'combobox: Status value="Open"' in result.checks[3].evidence
+    assert 'combobox: Status value="Open"' in result.checks[4].evidence
+
+
+async def test_a_count_its_own_message_contradicts_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (benchmarks/local_agent_real_apps.py): {"count": 8} beside "There are
+    # 40 open issues". Both numbers are on pages the run saw, so only their disagreement tells; the
+    # one more turn states one count, and the claim that agrees with itself is done (the control).
+    claim = "There are {} open issues."
+    script = AgentScript([filter_open, lambda s: call("act", element_id=s.id("button", "Apply")),
+                          call("done", message=claim.format(40), output={"count": 8}),
+                          call("done", message=claim.format(8), output={"count": 8})])
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=5, self_check=False)
+    assert result.status == "done" and result.output == Count(count=8), result.message
+    agreement = [c for c in result.checks if c.check == "agreement"]
+    assert [(c.step, c.passed) for c in agreement] == [(3, False), (4, True)]
+    assert agreement[0].detail == "the output says $.count = 8, but the message states 40"
+    assert "the output says $.count = 8, but the message states 40" in script.seen[3].text
+    assert all(c.passed for c in result.checks if c.check == "values")  # each number alone was on a page
 
 
 async def test_a_value_reported_without_opening_its_page_gets_one_more_turn(new_stagehand, server) -> None:
