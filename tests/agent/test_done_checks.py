@@ -9,6 +9,9 @@ verdict's model reads the final page as a model would: 'yes' when a line shows t
 
 from __future__ import annotations
 
+import socket
+
+from _server import Response
 from pydantic import BaseModel
 
 from stagehand_py.llm import LLMClient, LLMRequest
@@ -133,6 +136,33 @@ async def test_a_title_reported_from_another_page_gets_one_more_turn(new_stageha
     assert next(c for c in result.checks if c.check == "values").passed  # the value itself was on a page
     last = [c for c in result.checks if c.check == "final_state"][-1]
     assert last.step == 5 and last.passed and sh.page.url.endswith("issue.html?id=15")
+
+
+async def test_a_claim_made_on_a_page_that_did_not_load_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (the docs task of benchmarks/local_agent_real_apps.py): it read the
+    # value, then followed a link to a host that does not answer and called done on the browser's
+    # error page. The value was on a page, so only the final state tells; back on the issue, the
+    # same claim is done (the control: the check passes a claim made on a page that loaded).
+    with socket.socket() as sock:  # a port free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/gone"
+    away = Response.html(f'<h1>Elsewhere</h1><a href="{dead}">Mirror of the issue</a>')
+    script = AgentScript([
+        lambda s: call("act", element_id=s.id("link", "Crash number 15")),
+        call("goto", url=server.url("agent/away.html")),
+        lambda s: call("act", element_id=s.id("link", "Mirror of the issue")),
+        call("done", message="read it", output={"priority": "Urgent"}),
+        call("goto", url=server.url("agent/tracker/issue.html?id=15")),
+        call("done", message="read it", output={"priority": "Urgent"}),
+    ])
+    with server.route("/agent/away.html", lambda req: away):
+        result, sh = await on_the_tracker(new_stagehand, server, script, PRIORITY, Priority, max_steps=7,
+                                          self_check=False)
+    assert result.status == "done" and result.output == Priority(priority="Urgent"), result.message
+    states = [c for c in result.checks if c.check == "final_state"]
+    assert [(c.step, c.passed) for c in states] == [(4, False), (6, None)]
+    assert states[0].evidence.startswith("chrome-error:") and "did not load" in script.seen[4].text
+    assert sh.page.url.endswith("issue.html?id=15")
 
 
 async def test_verify_off_reports_the_claim_as_the_model_says(new_stagehand, server) -> None:

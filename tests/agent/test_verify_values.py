@@ -90,3 +90,12 @@ def test_the_output_s_numbers_must_be_ones_the_message_states() -> None:
     assert _agreement({"count": 1}, "filter the books table to the Poetry genre", 4).passed is None
     assert _agreement({"found": True, "name": "Anchor"}, "Found 1 order", 4).passed is None
     assert _agreement(None, "3 orders", 4).passed is None
+
+
+def test_no_run_is_done_on_the_browser_s_error_page() -> None:
+    pages = _pages()
+    pages.record(3, signature="error", url="chrome-error://chromewebdata/", title="shop.test", text="")
+    ended = _final_state(pages, {"version": "3.6"}, "found it", 4)
+    assert ended.passed is False and "ended on a page that did not load (chrome-error://chromewebdata/)" in ended.detail
+    pages.record(4, signature="detail", url="http://shop.test/orders/anchor", title="Anchor - Shop", text=DETAIL)
+    assert _final_state(pages, {"version": "3.6"}, "found it", 5).passed is None  # back on a page: nothing named
