@@ -162,6 +162,8 @@ class AgentOutcome:
     detail: str
     message: str = ""
     error: str = ""
+    #: The done checks the run recorded (issue 41), one per check and claim: "values: yes", "verdict: no"...
+    checks: str = ""
 
 
 async def run_agent_task(sh: Stagehand, app: App, task: AgentTask, kind: str, *, max_steps: int,
@@ -200,7 +202,13 @@ async def run_agent_task(sh: Stagehand, app: App, task: AgentTask, kind: str, *,
         right, detail = await task.check(app, result, seen)
     return AgentOutcome(app.name, task.name, kind, right, status, status == "done" and not right, steps,
                         used.requests, round(seconds, 1), f"{detail}; final url {page.url.removeprefix(app.base)}",
-                        message, error)
+                        message, error, _checks(result))
+
+
+def _checks(result: Any) -> str:
+    """What the run's done checks found, in order (a library without them records none)."""
+    said = {True: "yes", False: "no", None: "n/a"}
+    return ", ".join(f"step {c.step} {c.check}: {said[c.passed]}" for c in getattr(result, "checks", None) or [])
 
 
 def table(outcomes: list[AgentOutcome]) -> str:
@@ -257,7 +265,7 @@ async def main(argv: list[str] | None = None) -> int:
                         apps.save_run(args, run, outcomes)
                         print(f"{kind:8} {name:9} {task.name:20} {'right' if o.right else 'WRONG':5} "
                               f"status={o.status:10} false_done={o.false_done!s:5} {o.steps:2} steps "
-                              f"{o.calls:2} calls {o.seconds:6.0f} s  {o.detail} | {o.message}", flush=True)
+                              f"{o.calls:2} calls {o.seconds:6.0f} s  {o.detail} | {o.message} | checks: {o.checks or '-'}", flush=True)
     apps.finish_run(args, run, [table(outcomes)], outcomes)
     return 0
 

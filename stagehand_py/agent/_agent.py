@@ -36,7 +36,9 @@ __all__ = ["Agent"]
 
 class Agent:
     """A tool-using browser agent on one driver (a :class:`~stagehand_py.Stagehand`). Make one
-    with :meth:`Stagehand.agent`; its options are an :class:`AgentConfig`."""
+    with :meth:`Stagehand.agent`; its options are an :class:`AgentConfig`. ``cache_dir``: the folder
+    finished DOM runs are stored in and replayed from (:meth:`Stagehand.agent` passes its own
+    ``cache_dir``'s)."""
 
     def __init__(
         self,

@@ -112,13 +112,14 @@ class DoneCheck(BaseModel):
     ``check``: ``schema`` (the output against the ``output`` schema), ``values`` (every value of the
     output, and each quoted one of the message, found in the text of a page the run saw: see
     ``values``), ``final_state`` (a page the claim names, by its title, heading or address, is the
-    page the run ended on), ``verdict`` (``self_check``: a model's yes or no on the final page,
+    page the run ended on), ``agreement`` (each number of the output is one the message states,
+    when the message states any), ``verdict`` (``self_check``: a model's yes or no on the final page,
     with the line it read as ``evidence``). ``passed`` is ``None`` when there was nothing to check
     (``detail`` says why)."""
 
     model_config = ConfigDict(frozen=True)
 
-    check: Literal["schema", "values", "final_state", "verdict"]
+    check: Literal["schema", "values", "final_state", "agreement", "verdict"]
     step: int
     passed: bool | None
     detail: str

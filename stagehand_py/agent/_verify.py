@@ -9,7 +9,10 @@ step that read it) and the results of the caller's own tools. When the model cal
   the rows of a table or the items of a list, an address as one the run visited or a page
   linked to; each value is recorded with the step whose page showed it;
 - ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
-  a quoted title in the message) that the run did reach must be the page it ended on;
+  a quoted title in the message) that the run did reach must be the page it ended on, and no
+  run is done on the browser's error page (a page that did not load);
+- ``agreement``: a number the output reports must be one the message states, when the message
+  states any (a small model's "There are 3 books" beside ``{"count": 1}``: both cannot be true);
 
 then, with ``self_check``, :func:`verdict` asks a model whether the final page shows the claim
 (``expect``'s verdict, one short request in choice mode). The run (:mod:`._tool_calls`) gives a failed
@@ -60,6 +63,8 @@ _QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|‘([^’\n]{2
 #: "the title is 'X'", "heading: "X"", "the page called 'X'": the message names the page it reached.
 _TITLE_IN_MESSAGE = re.compile(r"\b(?:title|heading|page)\b[^\"“‘'\n]{0,30}[\"“‘']([^\"”’'\n]{2,120})[\"”’']", re.IGNORECASE)
 _URL = re.compile(r"^https?://\S+$")
+#: Where Chromium shows a page that did not load (no answer, refused, blocked by the guard).
+_ERROR_PAGE = "chrome-error:"
 _DATA_ROWS = {"row"}
 _CELLS = {"cell", "gridcell"}
 _TABLES = {"table", "grid", "treegrid"}
@@ -303,11 +308,45 @@ def check_claim(run: Run, message: str, output: Any, *, schema: bool) -> list[Do
         checks.append(DoneCheck(check="values", step=step, passed=True, values=reads,
                                 detail=f"all {len(reads)} value(s) found on pages the run saw" + note))
     checks.append(_final_state(pages, output, message, step))
+    checks.append(_agreement(output, message, step))
     return checks
+
+
+def _agreement(output: Any, message: str, step: int) -> DoneCheck:
+    """The output's numbers against the message's: a claim that says two things is not checked further."""
+    stated = _numbers(message)
+    reported = [(path, number) for path, leaf in _leaves(output) if (number := _numeric(leaf)) is not None]
+    if not stated or not reported:
+        return DoneCheck(check="agreement", step=step, passed=None,
+                         detail="the output or the message states no number to compare")
+    differing = [(path, number) for path, number in reported if number not in stated]
+    if not differing:
+        return DoneCheck(check="agreement", step=step, passed=True,
+                         detail="every number of the output is one the message states")
+    said = ", ".join(f"{n:f}" for n in sorted(stated))[:80]  # f: 40, not the normalised 4E+1
+    shown = ", ".join(f"{path} = {number:f}" for path, number in differing[:5])
+    return DoneCheck(check="agreement", step=step, passed=False,
+                     detail=f"the output says {shown}, but the message states {said}")
+
+
+def _numeric(leaf: Any) -> Decimal | None:
+    """A number the output reports: an int or float, or a string that is only a number."""
+    if isinstance(leaf, bool) or leaf is None:
+        return None
+    if isinstance(leaf, int | float):
+        return _number(json.dumps(leaf))
+    match = _NUMERIC.match(leaf) if isinstance(leaf, str) else None
+    return _number(match.group(1)) if match is not None else None
 
 
 def _final_state(pages: PagesSeen, output: Any, message: str, step: int) -> DoneCheck:
     final = pages.final
+    if final is not None and final.url.startswith(_ERROR_PAGE):
+        # The browser's own error page (a host that did not answer, a request refused): whatever the
+        # claim says, the page the run ended on shows none of it.
+        return DoneCheck(check="final_state", step=step, passed=False, evidence=final.url,
+                         detail=f"the run ended on a page that did not load ({final.url}): go back to a page that "
+                                "shows the answer before calling done")
     claims = [(where, kind, value) for where, kind, value in _claims_of_pages(output, message) if pages.naming(value, kind)]
     if final is None or not claims:
         return DoneCheck(check="final_state", step=step, passed=None, detail="the claim names no page the run reached")

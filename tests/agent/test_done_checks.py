@@ -9,6 +9,9 @@ verdict's model reads the final page as a model would: 'yes' when a line shows t
 
 from __future__ import annotations
 
+import socket
+
+from _server import Response
 from pydantic import BaseModel
 
 from stagehand_py.llm import LLMClient, LLMRequest
@@ -72,10 +75,27 @@ async def test_a_count_read_off_the_filtered_table_is_done(new_stagehand, server
     assert result.status == "done" and result.success, result.message
     assert result.output == Count(count=8)
     assert [(c.check, c.passed) for c in result.checks] == [
-        ("schema", True), ("values", True), ("final_state", None), ("verdict", True)]
+        ("schema", True), ("values", True), ("final_state", None), ("agreement", None), ("verdict", True)]
     (read,) = result.checks[1].values
     assert (read.field, read.how, read.step) == ("$.count", "text", 3) and read.url.endswith("status=open&q=")
-    assert 'combobox: Status value="Open"' in result.checks[3].evidence
+    assert 'combobox: Status value="Open"' in result.checks[4].evidence
+
+
+async def test_a_count_its_own_message_contradicts_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (benchmarks/local_agent_real_apps.py): {"count": 8} beside "There are
+    # 40 open issues". Both numbers are on pages the run saw, so only their disagreement tells; the
+    # one more turn states one count, and the claim that agrees with itself is done (the control).
+    claim = "There are {} open issues."
+    script = AgentScript([filter_open, lambda s: call("act", element_id=s.id("button", "Apply")),
+                          call("done", message=claim.format(40), output={"count": 8}),
+                          call("done", message=claim.format(8), output={"count": 8})])
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=5, self_check=False)
+    assert result.status == "done" and result.output == Count(count=8), result.message
+    agreement = [c for c in result.checks if c.check == "agreement"]
+    assert [(c.step, c.passed) for c in agreement] == [(3, False), (4, True)]
+    assert agreement[0].detail == "the output says $.count = 8, but the message states 40"
+    assert "the output says $.count = 8, but the message states 40" in script.seen[3].text
+    assert all(c.passed for c in result.checks if c.check == "values")  # each number alone was on a page
 
 
 async def test_a_value_reported_without_opening_its_page_gets_one_more_turn(new_stagehand, server) -> None:
@@ -116,6 +136,33 @@ async def test_a_title_reported_from_another_page_gets_one_more_turn(new_stageha
     assert next(c for c in result.checks if c.check == "values").passed  # the value itself was on a page
     last = [c for c in result.checks if c.check == "final_state"][-1]
     assert last.step == 5 and last.passed and sh.page.url.endswith("issue.html?id=15")
+
+
+async def test_a_claim_made_on_a_page_that_did_not_load_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (the docs task of benchmarks/local_agent_real_apps.py): it read the
+    # value, then followed a link to a host that does not answer and called done on the browser's
+    # error page. The value was on a page, so only the final state tells; back on the issue, the
+    # same claim is done (the control: the check passes a claim made on a page that loaded).
+    with socket.socket() as sock:  # a port free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/gone"
+    away = Response.html(f'<h1>Elsewhere</h1><a href="{dead}">Mirror of the issue</a>')
+    script = AgentScript([
+        lambda s: call("act", element_id=s.id("link", "Crash number 15")),
+        call("goto", url=server.url("agent/away.html")),
+        lambda s: call("act", element_id=s.id("link", "Mirror of the issue")),
+        call("done", message="read it", output={"priority": "Urgent"}),
+        call("goto", url=server.url("agent/tracker/issue.html?id=15")),
+        call("done", message="read it", output={"priority": "Urgent"}),
+    ])
+    with server.route("/agent/away.html", lambda req: away):
+        result, sh = await on_the_tracker(new_stagehand, server, script, PRIORITY, Priority, max_steps=7,
+                                          self_check=False)
+    assert result.status == "done" and result.output == Priority(priority="Urgent"), result.message
+    states = [c for c in result.checks if c.check == "final_state"]
+    assert [(c.step, c.passed) for c in states] == [(4, False), (6, None)]
+    assert states[0].evidence.startswith("chrome-error:") and "did not load" in script.seen[4].text
+    assert sh.page.url.endswith("issue.html?id=15")
 
 
 async def test_verify_off_reports_the_claim_as_the_model_says(new_stagehand, server) -> None:

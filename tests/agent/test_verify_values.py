@@ -3,7 +3,7 @@ value was read, numbers however written, counts, addresses, free text, and the p
 
 from __future__ import annotations
 
-from stagehand_py.agent._verify import PagesSeen, _final_state, _values
+from stagehand_py.agent._verify import PagesSeen, _agreement, _final_state, _values
 
 LIST = """[0-1] heading: Orders
 [0-2] StaticText: Total due: $1,234.50 for 3 orders
@@ -78,3 +78,24 @@ def test_a_page_the_claim_names_must_be_the_page_the_run_ended_on() -> None:
     # A title no page the run reached has (a value from a table, say) is no claim about the final page.
     assert _final_state(pages, {"title": "Bolt"}, "", 3).passed is None
     assert _final_state(pages, {"name": "Orders"}, "", 3).passed is None
+
+
+def test_the_output_s_numbers_must_be_ones_the_message_states() -> None:
+    assert _agreement({"count": 3}, "There are 3 books by her.", 4).passed is True
+    assert _agreement({"total": "1,234.50", "rows": 3}, "3 orders, $1234.5 due", 4).passed is True
+    differs = _agreement({"count": 1}, "There are 3 books linked to Chinua Achebe.", 4)
+    assert differs.passed is False and differs.detail == "the output says $.count = 1, but the message states 3"
+    assert _agreement({"count": 4}, "The word 'harbor' was found in 48 books.", 4).passed is False  # not a part of 48
+    # Nothing to compare: no number in the message, or none in the output (a yes/no is not a number).
+    assert _agreement({"count": 1}, "filter the books table to the Poetry genre", 4).passed is None
+    assert _agreement({"found": True, "name": "Anchor"}, "Found 1 order", 4).passed is None
+    assert _agreement(None, "3 orders", 4).passed is None
+
+
+def test_no_run_is_done_on_the_browser_s_error_page() -> None:
+    pages = _pages()
+    pages.record(3, signature="error", url="chrome-error://chromewebdata/", title="shop.test", text="")
+    ended = _final_state(pages, {"version": "3.6"}, "found it", 4)
+    assert ended.passed is False and "ended on a page that did not load (chrome-error://chromewebdata/)" in ended.detail
+    pages.record(4, signature="detail", url="http://shop.test/orders/anchor", title="Anchor - Shop", text=DETAIL)
+    assert _final_state(pages, {"version": "3.6"}, "found it", 5).passed is None  # back on a page: nothing named

@@ -68,9 +68,6 @@ async def test_grammar_constrained_json_usage_and_the_prompt_cache(model: LocalM
         _request(messages, Book.model_json_schema())), threading.Event())
     timings = next(c["timings"] for c in reversed(chunks) if "timings" in c)
     assert timings["cache_n"] > 10, timings
-    # The grammar allows no whitespace between tokens: every answer token costs a decode.
-    answer = "".join((c.get("delta") or {}).get("content") or "" for chunk in chunks for c in chunk.get("choices") or [])
-    assert json.loads(answer) == {"title": "Dune", "year": 1965} and not any(ch.isspace() for ch in answer), answer
 
 
 async def test_the_second_call_on_a_shared_prefix_reports_cached_tokens(model: LocalModel) -> None:

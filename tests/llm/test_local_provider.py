@@ -149,9 +149,8 @@ def test_the_request_sent_to_the_engine_is_schema_constrained_and_streamed(tmp_p
 
     params = model.build_params(LLMRequest(messages=[UserMessage("Dune (1965)")], output_schema=Book.model_json_schema(),
                                            output_name="book", purpose="extract"))
-    # The caller's schema, with llguidance's option for answers without whitespace (fewer tokens to decode).
-    assert params["response_format"] == {"type": "json_schema", "json_schema": {"name": "book", "schema": {
-        **Book.model_json_schema(), "x-guidance": {"whitespace_flexible": False}}}}
+    assert params["response_format"] == {"type": "json_schema",
+                                         "json_schema": {"name": "book", "schema": Book.model_json_schema()}}
     assert params["stream"] is True and params["cache_prompt"] is True and params["temperature"] == 0.0
     with pytest.raises(InvalidArgumentError, match="n_ctx"):
         LocalModel(gguf, n_ctx=10)

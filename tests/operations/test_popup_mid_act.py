@@ -72,13 +72,13 @@ def popup_model(step2: list[str], observed: list[str]):
 
 async def test_a_popup_opened_mid_act_is_driven_only_after_the_act(make_stagehand, server, tmp_path, monkeypatch):
     settled_on = []
-    settle = _pipeline.wait_for_settled_dom
+    settle = _pipeline.settled_clock
 
     async def recording_settle(page, **kwargs):
         settled_on.append(page)
         return await settle(page, **kwargs)
 
-    monkeypatch.setattr(_pipeline, "wait_for_settled_dom", recording_settle)
+    monkeypatch.setattr(_pipeline, "settled_clock", recording_settle)
     step2: list[str] = []
     observed: list[str] = []
     sh = await make_stagehand(model=FunctionLLM(popup_model(step2, observed)), cache_dir=tmp_path)

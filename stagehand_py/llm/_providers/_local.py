@@ -12,8 +12,6 @@ Choices made here, and why:
   process-wide registry, the one piece of shared state in the library: it holds no keys and no
   user data). :meth:`LocalModel.aclose` drops a user's reference; the last one frees the memory;
   :func:`release_local_models` frees all.
-- **Compact answers.** The grammar allows no whitespace between JSON tokens (:func:`compact_json`):
-  a CPU model pays a decode for every answer token, and indentation was a third of them.
 - **Concurrency.** The engine has one slot; calls from any thread or event loop queue on a lock
   and run one at a time.
 - **Cancellation.** Answers are streamed inside the process; when the awaiting task is
@@ -211,18 +209,6 @@ class ModelLoad:
     cached_tokens: int = 0
 
 
-def compact_json(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with llguidance's top-level option for JSON without whitespace between tokens.
-
-    Each answer token costs a full decode (~67 ms on 2 CPU cores), the ones the grammar forces too,
-    and a free-whitespace grammar let the 1.5B model indent its answers: 82 tokens for observe's
-    two-action answer of the quickstart, 50 compact (Qwen2.5's tokenizer). llguidance (the
-    engine's grammar library) reads ``x-guidance`` at the top level of a schema only; a llama.cpp
-    built without it ignores the unknown key. The parsed answer is the same JSON either way.
-    """
-    return {**schema, "x-guidance": {"whitespace_flexible": False}}
-
-
 #: Set at exit: a warm-up stops after its current piece.
 _STOP = threading.Event()
 _LOADERS: set[threading.Thread] = set()
@@ -395,7 +381,7 @@ class LocalModel:
             # Every mode is grammar-constrained here: the grammar is free and the answer exact.
             params["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": request.output_name or "answer", "schema": compact_json(schema)},
+                "json_schema": {"name": request.output_name or "answer", "schema": schema},
             }
         return params
 
