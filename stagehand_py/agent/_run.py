@@ -171,6 +171,9 @@ class Run:
         self.pages_seen = PagesSeen()
         self.checks: list[DoneCheck] = []
         self.bounced: Finished | None = None
+        #: The message of each ``done`` claim, in order (redacted): a number one of them stated
+        #: stays stated when a later claim drops it (``agreement``).
+        self.claim_messages: list[str] = []
         self.last_action = ""
         #: Per-run state of the mode (the native computer-use conversation).
         self.mode_state: Any = None

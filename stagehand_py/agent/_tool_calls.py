@@ -215,6 +215,7 @@ async def terminal(run: Run, answer: Any, tool: str, args: Any, state: PageState
             raise await consolidate(run, "the last done was not valid and no steps remain")
         return
     message = run.redact(args.message)
+    run.claim_messages.append(message)
     if run.config.verify:
         checks = check_claim(run, message, value, schema=run.output is not None)
         if run.config.self_check and not any(c.passed is False for c in checks):

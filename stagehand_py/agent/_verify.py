@@ -11,8 +11,9 @@ step that read it) and the results of the caller's own tools. When the model cal
 - ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
   a quoted title in the message) that the run did reach must be the page it ended on, and no
   run is done on the browser's error page (a page that did not load);
-- ``agreement``: a number the output reports must be one the message states, when the message
-  states any (a small model's "There are 3 books" beside ``{"count": 1}``: both cannot be true);
+- ``agreement``: a number the output reports must be one the run's claims stated, when their
+  messages state any (a small model's "There are 3 books" beside ``{"count": 1}``: both cannot be
+  true; nor does a later claim that keeps the 1 and drops the 3 settle it);
 
 then, with ``self_check``, :func:`verdict` asks a model whether the final page shows the claim
 (``expect``'s verdict, one short request in choice mode). The run (:mod:`._tool_calls`) gives a failed
@@ -308,12 +309,13 @@ def check_claim(run: Run, message: str, output: Any, *, schema: bool) -> list[Do
         checks.append(DoneCheck(check="values", step=step, passed=True, values=reads,
                                 detail=f"all {len(reads)} value(s) found on pages the run saw" + note))
     checks.append(_final_state(pages, output, message, step))
-    checks.append(_agreement(output, message, step))
+    checks.append(_agreement(output, "\n".join(run.claim_messages or [message]), step))
     return checks
 
 
 def _agreement(output: Any, message: str, step: int) -> DoneCheck:
-    """The output's numbers against the message's: a claim that says two things is not checked further."""
+    """The output's numbers against the ones ``message`` states (the messages of the run's claims):
+    a claim that says two things is not checked further."""
     stated = _numbers(message)
     reported = [(path, number) for path, leaf in _leaves(output) if (number := _numeric(leaf)) is not None]
     if not stated or not reported:
@@ -326,7 +328,7 @@ def _agreement(output: Any, message: str, step: int) -> DoneCheck:
     said = ", ".join(f"{n:f}" for n in sorted(stated))[:80]  # f: 40, not the normalised 4E+1
     shown = ", ".join(f"{path} = {number:f}" for path, number in differing[:5])
     return DoneCheck(check="agreement", step=step, passed=False,
-                     detail=f"the output says {shown}, but the message states {said}")
+                     detail=f"the output says {shown}, but the run's messages state {said}")
 
 
 def _numeric(leaf: Any) -> Decimal | None:

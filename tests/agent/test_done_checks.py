@@ -93,8 +93,8 @@ async def test_a_count_its_own_message_contradicts_gets_one_more_turn(new_stageh
     assert result.status == "done" and result.output == Count(count=8), result.message
     agreement = [c for c in result.checks if c.check == "agreement"]
     assert [(c.step, c.passed) for c in agreement] == [(3, False), (4, True)]
-    assert agreement[0].detail == "the output says $.count = 8, but the message states 40"
-    assert "the output says $.count = 8, but the message states 40" in script.seen[3].text
+    assert agreement[0].detail == "the output says $.count = 8, but the run's messages state 40"
+    assert "the output says $.count = 8, but the run's messages state 40" in script.seen[3].text
     assert all(c.passed for c in result.checks if c.check == "values")  # each number alone was on a page
 
 
@@ -136,6 +136,19 @@ async def test_a_title_reported_from_another_page_gets_one_more_turn(new_stageha
     assert next(c for c in result.checks if c.check == "values").passed  # the value itself was on a page
     last = [c for c in result.checks if c.check == "final_state"][-1]
     assert last.step == 5 and last.passed and sh.page.url.endswith("issue.html?id=15")
+
+
+async def test_a_count_whose_second_claim_drops_the_number_it_contradicted_ends_unverified(new_stagehand, server) -> None:
+    # The embedded model's next move in the benchmark: bounced for "There are 40" beside 8, it kept
+    # the 8 and said "counted". The 40 it stated stays stated: the run ends unverified (the test
+    # above is the control: a second claim that states the 8 is done).
+    script = AgentScript([filter_open, lambda s: call("act", element_id=s.id("button", "Apply")),
+                          call("done", message="There are 40 open issues.", output={"count": 8}),
+                          call("done", message="counted", output={"count": 8})])
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=5, self_check=False)
+    assert result.status == "unverified" and result.output == Count(count=8), result.message
+    assert [(c.step, c.passed) for c in result.checks if c.check == "agreement"] == [(3, False), (4, False)]
+    assert "not verified: agreement: the output says $.count = 8, but the run's messages state 40" in result.message
 
 
 async def test_a_claim_made_on_a_page_that_did_not_load_gets_one_more_turn(new_stagehand, server) -> None:

@@ -84,7 +84,7 @@ def test_the_output_s_numbers_must_be_ones_the_message_states() -> None:
     assert _agreement({"count": 3}, "There are 3 books by her.", 4).passed is True
     assert _agreement({"total": "1,234.50", "rows": 3}, "3 orders, $1234.5 due", 4).passed is True
     differs = _agreement({"count": 1}, "There are 3 books linked to Chinua Achebe.", 4)
-    assert differs.passed is False and differs.detail == "the output says $.count = 1, but the message states 3"
+    assert differs.passed is False and differs.detail == "the output says $.count = 1, but the run's messages state 3"
     assert _agreement({"count": 4}, "The word 'harbor' was found in 48 books.", 4).passed is False  # not a part of 48
     # Nothing to compare: no number in the message, or none in the output (a yes/no is not a number).
     assert _agreement({"count": 1}, "filter the books table to the Poetry genre", 4).passed is None
