@@ -9,8 +9,9 @@ step that read it) and the results of the caller's own tools. When the model cal
   the rows of a table or the items of a list, an address as one the run visited or a page
   linked to; each value is recorded with the step whose page showed it;
 - ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
-  a quoted title in the message) that the run did reach must be the page it ended on, and no
-  run is done on the browser's error page (a page that did not load);
+  a quoted title in the message) that the run did reach must be the page it ended on; a claim
+  that is a message alone (a task that does something) must name something the final page shows;
+  and no run is done on the browser's error page (a page that did not load);
 - ``agreement``: a number the output reports must be one the run's claims stated, when their
   messages state any (a small model's "There are 3 books" beside ``{"count": 1}``: both cannot be
   true; nor does a later claim that keeps the 1 and drops the 3 settle it);
@@ -317,7 +318,7 @@ def _agreement(output: Any, message: str, step: int) -> DoneCheck:
     """The output's numbers against the ones ``message`` states (the messages of the run's claims):
     a claim that says two things is not checked further."""
     stated = _numbers(message)
-    reported = [(path, number) for path, leaf in _leaves(output) if (number := _numeric(leaf)) is not None]
+    reported = [(path, number) for path, leaf in _scalars(output) if (number := _numeric(leaf)) is not None]
     if not stated or not reported:
         return DoneCheck(check="agreement", step=step, passed=None,
                          detail="the output or the message states no number to compare")
@@ -329,6 +330,16 @@ def _agreement(output: Any, message: str, step: int) -> DoneCheck:
     shown = ", ".join(f"{path} = {number:f}" for path, number in differing[:5])
     return DoneCheck(check="agreement", step=step, passed=False,
                      detail=f"the output says {shown}, but the run's messages state {said}")
+
+
+def _scalars(output: Any) -> list[tuple[str, Any]]:
+    """The output's own answers: the output itself when it is one value, or its top-level fields
+    that are one value (a count, a total), not the values inside its lists of records ("4 products"
+    beside four prices is no disagreement)."""
+    data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+    if isinstance(data, Mapping):
+        return [(f"$.{key}", value) for key, value in data.items() if not isinstance(value, Mapping | list | tuple)]
+    return [] if isinstance(data, list | tuple) else [("$", data)]
 
 
 def _numeric(leaf: Any) -> Decimal | None:
@@ -350,6 +361,8 @@ def _final_state(pages: PagesSeen, output: Any, message: str, step: int) -> Done
                          detail=f"the run ended on a page that did not load ({final.url}): go back to a page that "
                                 "shows the answer before calling done")
     claims = [(where, kind, value) for where, kind, value in _claims_of_pages(output, message) if pages.naming(value, kind)]
+    if final is not None and not claims and output is None:
+        return _message_on_final_page(final, message, step)
     if final is None or not claims:
         return DoneCheck(check="final_state", step=step, passed=None, detail="the claim names no page the run reached")
     for where, kind, value in claims:
@@ -362,6 +375,38 @@ def _final_state(pages: PagesSeen, output: Any, message: str, step: int) -> Done
     where, kind, value = claims[0]
     return DoneCheck(check="final_state", step=step, passed=True, evidence=f"{final.title} ({final.url})",
                      detail=f"the run ended on the page the claim names ({value[:80]!r})")
+
+
+def _message_on_final_page(final: _Page, message: str, step: int) -> DoneCheck:
+    """A claim that is its message alone (a task that does something: "add the book Harbor Lights by
+    Mary Shelley"): the page the run ended on must show at least one thing the message names. A
+    record that was saved shows its name on the next page; a form left unsaved, or a page reached
+    after giving up, shows none of them."""
+    names = _names(message)
+    if not names:
+        return DoneCheck(check="final_state", step=step, passed=None, detail="the claim names no page or thing to look for")
+    shown = [n for n in names if _shown_on(final, n)]
+    if shown:
+        return DoneCheck(check="final_state", step=step, passed=True, evidence=f"{final.title} ({final.url})",
+                         detail=f"the page the run ended on shows {', '.join(repr(n) for n in shown[:3])} of the claim")
+    return DoneCheck(check="final_state", step=step, passed=False, evidence=f"{final.title} ({final.url})",
+                     detail=(f"the claim names {', '.join(repr(n) for n in names[:6])}, and the page the run ended on "
+                             f"({final.title[:80]!r}, {final.url}) shows none of them"))
+
+
+#: A capitalised word inside a sentence (a name: "Mary", "Poetry"), not the one that starts it.
+_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’-]{2,}")
+
+
+def _names(message: str) -> list[str]:
+    """What a message names: its quoted parts and the capitalised words inside its sentences (not
+    its numbers: an element id, a date written another way, a count are no name of the page)."""
+    found = [*_quoted(message), *_NAME.findall(message)]
+    return list(dict.fromkeys(n for n in found if n.strip()))
+
+
+def _shown_on(page: _Page, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(_plain(name))}(?!\w)", page.plain) is not None
 
 
 async def verdict(run: Run, message: str, output: Any) -> DoneCheck:

@@ -178,6 +178,29 @@ async def test_a_claim_made_on_a_page_that_did_not_load_gets_one_more_turn(new_s
     assert sh.page.url.endswith("issue.html?id=15")
 
 
+async def test_a_task_claimed_done_on_a_page_that_shows_none_of_it_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (the create task of benchmarks/local_agent_real_apps.py): a claim
+    # with no output, made on a page that shows nothing it names (the form was never saved). Back
+    # on the issue, which shows its priority, the same claim is done (the control).
+    claim = "Set the issue Crash number 15 to priority Urgent"
+    script = AgentScript([
+        call("goto", url=server.url("agent/away.html")),
+        call("done", message=claim),
+        call("goto", url=server.url("agent/tracker/issue.html?id=15")),
+        call("done", message=claim),
+    ])
+    away = Response.html("<h1>Elsewhere</h1><p>Nothing here.</p>")
+    with server.route("/agent/away.html", lambda req: away):
+        sh = await new_stagehand(model=script)
+        await sh.page.goto(server.url("agent/tracker/issues.html"))
+        result = await sh.agent(self_check=False).execute("Set the priority of Crash number 15 to Urgent", max_steps=5)
+    assert result.status == "done", result.message
+    states = [c for c in result.checks if c.check == "final_state"]
+    assert [(c.step, c.passed) for c in states] == [(2, False), (4, True)]
+    assert "shows none of them" in states[0].detail and "'Urgent'" in states[0].detail
+    assert "shows none of them" in script.seen[2].text
+
+
 async def test_verify_off_reports_the_claim_as_the_model_says(new_stagehand, server) -> None:
     # The control of the three above: the same false claims, verify=False: done, unchecked.
     script = AgentScript([call("done", message="read it", output={"priority": "High"})])

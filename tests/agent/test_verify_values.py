@@ -90,6 +90,11 @@ def test_the_output_s_numbers_must_be_ones_the_message_states() -> None:
     assert _agreement({"count": 1}, "filter the books table to the Poetry genre", 4).passed is None
     assert _agreement({"found": True, "name": "Anchor"}, "Found 1 order", 4).passed is None
     assert _agreement(None, "3 orders", 4).passed is None
+    # The values inside a list of records are not the claim's count: "4 products" beside four prices.
+    products = {"products": [{"name": "Anchor", "price": "$89.00"}, {"name": "Bolt", "price": "$54.50"}]}
+    assert _agreement(products, "4 products", 4).passed is None
+    assert _agreement({**products, "count": 2}, "4 products", 4).passed is False
+    assert _agreement(7, "There are 7.", 4).passed is True
 
 
 def test_no_run_is_done_on_the_browser_s_error_page() -> None:
@@ -99,3 +104,15 @@ def test_no_run_is_done_on_the_browser_s_error_page() -> None:
     assert ended.passed is False and "ended on a page that did not load (chrome-error://chromewebdata/)" in ended.detail
     pages.record(4, signature="detail", url="http://shop.test/orders/anchor", title="Anchor - Shop", text=DETAIL)
     assert _final_state(pages, {"version": "3.6"}, "found it", 5).passed is None  # back on a page: nothing named
+
+
+def test_a_claim_that_is_a_message_alone_must_name_something_the_final_page_shows() -> None:
+    pages = _pages()  # ended on the detail page: "Order Anchor", shipped on 2024-03-16
+    assert _final_state(pages, None, "Shipped the order Anchor on 2024-03-16", 3).passed is True
+    unsaved = _final_state(pages, None, "Added the order Harbor Lights for Mary Shelley, price 12.50", 3)
+    assert unsaved.passed is False and "shows none of them" in unsaved.detail and "'Mary'" in unsaved.detail
+    # Nothing named (the first word of a sentence is no name): nothing to look for.
+    assert _final_state(pages, None, "Created it. Saved.", 3).passed is None
+    assert _final_state(pages, None, "on 0-12, 2 of 3 done", 3).passed is None  # numbers are no names
+    # With an output, the values check reads the claim, not this one.
+    assert _final_state(pages, {"count": 3}, "Added the order Harbor Lights", 3).passed is None
