@@ -118,7 +118,7 @@ def _big_page(rows: int) -> str:
 
 
 async def test_chunked_extract_stops_early_and_stays_in_budget(page, server):
-    budget = 2_000
+    budget = 2_220
     with server.route("/big.html", lambda req: Response.html(_big_page(600))):
         await page.goto(server.url("big.html"))
         seen: list[str] = []
@@ -145,7 +145,7 @@ async def test_chunked_extract_stops_early_and_stays_in_budget(page, server):
 async def test_merged_result_must_fit_the_schema(page, server):
     with server.route("/big2.html", lambda req: Response.html(_big_page(300))):
         await page.goto(server.url("big2.html"))
-        sh = Stagehand(page, model=FunctionLLM(lambda r: {"data": {}, "instruction_satisfied": False}), token_budget=2_000)
+        sh = Stagehand(page, model=FunctionLLM(lambda r: {"data": {}, "instruction_satisfied": False}), token_budget=2_220)
         with pytest.raises(OutputValidationError, match="does not fit the schema"):
             await sh.extract("the answer", {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
 
@@ -177,7 +177,7 @@ async def test_schema_problems_speak_the_clients_path_language(page, server):
     # The merged result of a long page is judged the same way.
     with server.route("/big3.html", lambda req: Response.html(_big_page(300))):
         await page.goto(server.url("big3.html"))
-        sh = Stagehand(page, model=FunctionLLM(lambda r: {"data": {}, "instruction_satisfied": False}), token_budget=2_000)
+        sh = Stagehand(page, model=FunctionLLM(lambda r: {"data": {}, "instruction_satisfied": False}), token_budget=2_220)
         schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
         with pytest.raises(OutputValidationError, match=r"\$\.data: 'answer' is a required property"):
             await sh.extract("the answer", schema)
@@ -219,7 +219,7 @@ async def test_the_answer_is_judged_by_the_schema_once(make_stagehand, server):
         return {"data": {"answer": f"Entry {part.group(1)}"} if second else {}, "instruction_satisfied": second}
 
     with server.route("/big4.html", lambda req: Response.html(_big_page(300))):
-        sh = await make_stagehand(model=FunctionLLM(by_part), token_budget=2_000)
+        sh = await make_stagehand(model=FunctionLLM(by_part), token_budget=2_220)
         await sh.page.goto(server.url("big4.html"))
         Judged.judged.clear()
         with capture_requests() as calls:
