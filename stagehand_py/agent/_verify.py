@@ -258,12 +258,9 @@ def _values(pages: PagesSeen, output: Any, message: str) -> tuple[list[ValueRead
             unchecked += leaf is not None
             continue
         text = leaf if isinstance(leaf, str) else json.dumps(leaf)
-        if isinstance(leaf, int | float):
-            reads.append(_read(pages, text, path, _number(text)))
-            continue
-        numeric = _NUMERIC.match(text)
-        if numeric is not None:
-            reads.append(_read(pages, text, path, _number(numeric.group(1))))
+        number = _numeric(leaf)
+        if number is not None or not isinstance(leaf, str):
+            reads.append(_read(pages, text, path, number))
             continue
         if len(text) > _FREE_TEXT_CHARS or len(text.split()) > _FREE_TEXT_WORDS:
             whole = _read(pages, text, path, None)
