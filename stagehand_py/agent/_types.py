@@ -95,9 +95,9 @@ class ValueRead(BaseModel):
     value: str
     #: Where it is in the claim: a path in the output (``$.count``, ``$.items[0].name``) or ``message``.
     field: str
-    #: How it was found: in the text of a page (``text``), as a number written another way
-    #: (``number``: ``1,234.50`` for ``1234.5``), as the number of rows or items of a table or list
-    #: (``row count``), as an address the run visited or a page linked to (``address``), in the
+    #: How it was found: in the text of a page (``text``; for a count field, a count the page states:
+    #: "40 issues"), as a number written another way (``number``: ``1,234.50`` for ``1234.5``), as the
+    #: number of rows or items of a table or list on a page that states no count (``row count``), as an address the run visited or a page linked to (``address``), in the
     #: result of one of the agent's own tools (``tool``); ``missing`` when no page the run saw shows it.
     how: Literal["text", "number", "row count", "address", "tool", "missing"]
     #: The step whose page (or tool result) showed it, the latest one; ``None`` when missing.

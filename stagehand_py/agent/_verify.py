@@ -5,9 +5,11 @@ step that read it) and the results of the caller's own tools. When the model cal
 :func:`check_claim` checks its claim without a model first:
 
 - ``values``: every value of the output (and each quoted one of the message) is found in the
-  text of a page the run saw, numbers however written (``1,234.50`` for ``1234.5``), a count as
-  the rows of a table or the items of a list, an address as one the run visited or a page
-  linked to; each value is recorded with the step whose page showed it;
+  text of a page the run saw, numbers however written (``1,234.50`` for ``1234.5``), an address
+  as one the run visited or a page linked to; a count (a field ``count``, ``number_of_books``,
+  ``book_count``...) only as a count a page states ("40 issues", "66 results (200 total)") or as
+  the rows of a table or items of a list on a page that states none, not as any digit the page
+  shows; each value is recorded with the step whose page showed it;
 - ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
   a quoted title in the message) that the run did reach must be the page it ended on; a claim
   that is a message alone (a task that does something) must name something the final page shows;
@@ -72,6 +74,15 @@ _CELLS = {"cell", "gridcell"}
 _TABLES = {"table", "grid", "treegrid"}
 _LISTS = {"list", "listbox"}
 _ITEMS = {"listitem", "option"}
+#: An output field that is a count ("count", "number_of_books", "book_count", "how_many"): its value
+#: must be a count the page states or the rows of a table, not any number the page shows.
+_COUNT_FIELD = re.compile(r"^(?:count|how_many|number|total_count|(?:num|number|count)_of_\w+|num_\w+|\w+_count)$")
+_INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)"
+#: A count the page states, on one line of it: "40 issues", "8 open issues", "1 row", "66 results
+#: (200 total)", "1-100 of 200", "Total: 12".
+_STATED_COUNT = re.compile(
+    rf"(?<![\w.,-]){_INTEGER}\s+(?:[a-z][\w'-]*\s+)?(?:[a-z][\w'-]+s|row|result|item|match|record|entry|hit)\b"
+    rf"|(?<![\w.,-]){_INTEGER}\s+total\b|\b(?:of|total:?)\s+{_INTEGER}(?![\w.,])")
 
 
 def _plain(text: str) -> str:
@@ -89,6 +100,17 @@ def _number(text: str) -> Decimal | None:
 def _numbers(text: str) -> set[Decimal]:
     found = (_number(m.group(0)) for m in _NUMBER.finditer(_OUTLINE_ID.sub(" ", text)))
     return {n for n in found if n is not None}
+
+
+def _stated_counts(text: str) -> set[Decimal]:
+    """The counts the page states, line by line (a table's cell "3" above a "row" is none)."""
+    counts: set[Decimal] = set()
+    for line in _OUTLINE_ID.sub(" ", text).casefold().splitlines():
+        for match in _STATED_COUNT.finditer(line):
+            number = _number(next(g for g in match.groups() if g))
+            if number is not None:
+                counts.add(number)
+    return counts
 
 
 def _counts(outline: str) -> set[Decimal]:
@@ -137,6 +159,10 @@ class _Page:
         return _counts(self.text)
 
     @cached_property
+    def stated_counts(self) -> set[Decimal]:
+        return _stated_counts(f"{self.title}\n{self.text}")
+
+    @cached_property
     def addresses(self) -> set[str]:
         return {normalise_url(u) for u in (self.url, *self.links) if u}
 
@@ -180,9 +206,17 @@ class PagesSeen:
     def final(self) -> _Page | None:
         return next(reversed(self._pages.values()), None)
 
-    def find(self, value: str, number: Decimal | None) -> tuple[str, int, str] | None:
-        """How, at which step and on which page ``value`` was read (the latest), or None."""
+    def find(self, value: str, number: Decimal | None, *, count: bool = False) -> tuple[str, int, str] | None:
+        """How, at which step and on which page ``value`` was read (the latest), or None. A
+        ``count`` is read only as a count a page states, or as the rows of a table on a page that
+        states none (a page that says "200 books" above 100 rows shows 200 of them, not 100)."""
         pages = list(reversed(self._pages.values()))
+        if count and number is not None:
+            counted: list[tuple[str, Callable[[_Page], bool]]] = [
+                ("text", lambda p: number in p.stated_counts),
+                ("row count", lambda p: not p.stated_counts and number in p.counts),
+            ]
+            return self._first(pages, counted, None, number)
         wanted = _plain(value)
         # Whole words: "3" is not in "2024-03-16", "Ann" not in "Anne".
         pattern = re.compile(rf"(?<!\w){re.escape(wanted)}(?!\w)") if wanted else None
@@ -192,6 +226,10 @@ class PagesSeen:
             ("row count", lambda p: number is not None and number in p.counts),
             ("address", lambda p: bool(_URL.match(value.strip())) and normalise_url(value.strip()) in p.addresses),
         ]
+        return self._first(pages, looks, pattern, number)
+
+    def _first(self, pages: list[_Page], looks: list[tuple[str, Callable[[_Page], bool]]],
+               pattern: re.Pattern[str] | None, number: Decimal | None) -> tuple[str, int, str] | None:
         for how, test in looks:
             page = next((p for p in pages if test(p)), None)
             if page is not None:
@@ -239,8 +277,14 @@ def _quoted(message: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(message)]
 
 
+def _is_count(path: str) -> bool:
+    """An output field that holds a count (``$.count``, ``$.book_count``; not a list's items)."""
+    name = path.rsplit(".", 1)[-1].casefold() if path.startswith("$.") and "[" not in path else ""
+    return _COUNT_FIELD.match(name) is not None
+
+
 def _read(pages: PagesSeen, value: str, path: str, number: Decimal | None) -> ValueRead:
-    found = pages.find(value, number)
+    found = pages.find(value, number, count=_is_count(path))
     if found is None:
         return ValueRead(value=value, field=path, how="missing")
     how, step, url = found
@@ -301,8 +345,10 @@ def check_claim(run: Run, message: str, output: Any, *, schema: bool) -> list[Do
         checks.append(DoneCheck(check="values", step=step, passed=None, detail="the claim reports no value to look for" + note))
     elif missing:
         shown = ", ".join(f"{r.value[:60]!r} ({r.field})" for r in missing[:5])
+        counts = ("; a count is read where a page states it (\"40 issues\", \"66 results\") or as the rows of "
+                  "a table on a page that states none" if any(_is_count(r.field) for r in missing) else "")
         checks.append(DoneCheck(check="values", step=step, passed=False, values=reads,
-                                detail=f"not on any page the run saw: {shown}" + note))
+                                detail=f"not on any page the run saw: {shown}" + counts + note))
     else:
         checks.append(DoneCheck(check="values", step=step, passed=True, values=reads,
                                 detail=f"all {len(reads)} value(s) found on pages the run saw" + note))

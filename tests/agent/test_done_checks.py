@@ -98,6 +98,23 @@ async def test_a_count_its_own_message_contradicts_gets_one_more_turn(new_stageh
     assert all(c.passed for c in result.checks if c.check == "values")  # each number alone was on a page
 
 
+async def test_a_count_read_off_a_number_the_page_shows_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (the "open a record" and Django count tasks of
+    # benchmarks/local_agent_real_apps.py): a count that is some number on the page ("Crash number
+    # 15"), not the count the page states ("Showing 40 issues"). Bounced with how a count is read;
+    # the model then filters and reports the count the page states: done (the control).
+    script = AgentScript([call("done", message="15", output={"count": 15}),
+                          filter_open, lambda s: call("act", element_id=s.id("button", "Apply")),
+                          call("done", message="8", output={"count": 8})])
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=5, self_check=False)
+    assert result.status == "done" and result.output == Count(count=8), result.message
+    values = [c for c in result.checks if c.check == "values"]
+    assert [(c.step, c.passed) for c in values] == [(1, False), (4, True)]
+    assert values[0].values[0].how == "missing" and "a count is read where a page states it" in values[0].detail
+    assert "a count is read where a page states it" in script.seen[1].text
+    assert (values[1].values[0].how, values[1].values[0].step) == ("text", 4)
+
+
 async def test_a_value_reported_without_opening_its_page_gets_one_more_turn(new_stagehand, server) -> None:
     # "High" is on no page the run saw: the claim is bounced with that reason; the model then
     # opens the issue and reads its priority: done, the value's step recorded.

@@ -116,3 +116,23 @@ def test_a_claim_that_is_a_message_alone_must_name_something_the_final_page_show
     assert _final_state(pages, None, "on 0-12, 2 of 3 done", 3).passed is None  # numbers are no names
     # With an output, the values check reads the claim, not this one.
     assert _final_state(pages, {"count": 3}, "Added the order Harbor Lights", 3).passed is None
+
+
+def test_a_count_is_a_count_the_page_states_not_any_number_it_shows() -> None:
+    pages = _pages()  # the list states "3 orders"; its table has 3 rows; the detail shows 2024-03-16
+    (stated,) = _values(pages, {"count": 3}, "")[0]
+    assert (stated.how, stated.step) == ("text", 1)
+    # 16 is on a page (the date), 12 is the page's own outline id: neither is a count it states.
+    assert [r.how for r in _values(pages, {"count": 16, "book_count": 12}, "")[0]] == ["missing", "missing"]
+    assert _values(pages, {"shipped_day": 16}, "")[0][0].how == "text"  # not a count field: any number shown
+    # A page that states its total ("200 books") and shows some of them: its rows are no count.
+    paged = PagesSeen()
+    rows = "\n".join(f"  [0-{2 * i + 10}] row\n    [0-{2 * i + 11}] cell: Book {i}" for i in range(4))
+    paged.record(1, signature="p", url="http://shop.test/books", title="Books", text=f"[0-1] StaticText: 200 books\n[0-2] table\n{rows}")
+    assert [r.how for r in _values(paged, {"count": 4}, "")[0]] == ["missing"]
+    assert [r.how for r in _values(paged, {"number_of_books": "200"}, "")[0]] == ["text"]
+    # A count stated on one line only: a cell "3" above the next row is not "3 row".
+    cells = PagesSeen()
+    cells.record(1, signature="c", url="http://shop.test/c", title="C", text="[0-1] StaticText: Showing 8 issues\n"
+                 "[0-2] table\n  [0-3] row\n    [0-4] cell: 3\n  [0-5] row\n    [0-6] cell: 5")
+    assert [r.how for r in _values(cells, {"count": 3, "how_many": 8}, "")[0]] == ["missing", "text"]
