@@ -45,16 +45,23 @@ from pydantic import BaseModel
 
 from .._errors import InvalidSchemaError, OutputValidationError
 from .._prompts.common import Fence, page_fence
-from .._prompts.extract import DEFAULT_EXTRACT_INSTRUCTION, EXTRACTION_DESCRIPTION, extract_system, extract_user
+from .._prompts.extract import (
+    DEFAULT_EXTRACT_INSTRUCTION,
+    EXTRACTION_DESCRIPTION,
+    NOT_ON_PAGE,
+    extract_system,
+    extract_user,
+)
 from .._session import OperationContext
 from .._types import Repair
 from .._util import schema_dict
 from ..llm import ImagePart
 from ..llm._structured import check_json_schema, validation_errors
-from ..snapshot import OutlineChunk, parse_outline
-from ._budget import prompt_tokens, reask_reserve
+from ..snapshot import OutlineChunk
+from ._budget import chunk_budget, prompt_tokens, reask_reserve
 from ._extract_choice import Plan, choice_kinds, choice_wire, plan_of, read_answer
 from ._extract_lines import Choice, ChoiceKind, PageLine, line_choices, page_lines
+from ._extract_parts import LineParts, line_cost, line_parts
 from ._extract_repairs import PageWords, repair
 from ._extract_report import ExtractedValue, ExtractMode, ExtractResult, values_of
 from ._extract_schema import (
@@ -244,17 +251,24 @@ def _shown(merged: Any, reserve: int) -> str:
     return earlier
 
 
-def _choice_question(ctx: OperationContext, target: _Target, plan: Plan, lines: list[PageLine], parts: PageParts,
-                     chunk: OutlineChunk, prompt: Any, asked: _Asked) -> Question[_PartAnswer] | None:
-    """The choice-mode question about ``chunk``: its lines, and every answer each field may give
-    about them (fewer parts of lines when the request would not fit the budget); None when the
-    chunk holds no line of text and others do (a page with none is asked once: "not on the page"
-    is still an answer, and the model still answers what no line holds)."""
-    ids = {line.element_id for line in lines}
-    held = {element.id for element in parse_outline(chunk.text) if element.id in ids}
-    shown = [line for line in lines if line.element_id in held]
-    if not shown and lines:
-        return None
+def _choice_parts(ctx: OperationContext, target: _Target, plan: Plan, page: PageRead, lines: list[PageLine],
+                  note: str, reserve: int) -> LineParts:
+    """The page's lines in parts that fit one choice-mode request each, with ``reserve`` kept for
+    what earlier parts gave (:mod:`._extract_parts`)."""
+    kinds = sorted(choice_kinds(plan))
+    system, user = _prompt(target, None, note, Fence(), "", (99, 99), lines="")  # as long as any part's header
+    bare = choice_wire(plan, {kind: {NOT_ON_PAGE: None} for kind in kinds})
+    room = chunk_budget(ctx.token_budget, (system, user), bare, extra_reserve=reserve + 30)
+    return line_parts(page.text, lines, partial(line_cost, kinds=kinds), room=room, rank_by=target.instruction,
+                      hints=schema_words(target.schema))
+
+
+def _choice_question(ctx: OperationContext, target: _Target, plan: Plan, shown: list[PageLine], parts: PageParts,
+                     chunk: OutlineChunk, prompt: Any, asked: _Asked) -> Question[_PartAnswer]:
+    """The choice-mode question about one part's ``shown`` lines: every answer each field may give
+    about them (fewer parts of lines when the request would not fit the budget). A page with no
+    line is asked too: "not on the page" is still an answer, and the model still answers what no
+    line holds."""
     fence = page_fence(ctx.page, chunk.text)  # the fence ask_part uses: answers neutralised as the lines are
     text = "\n".join(line.shown for line in shown)
     system, user = prompt(fence, chunk.text, parts.part(chunk), lines=text)
@@ -279,11 +293,15 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
     reserve = ctx.token_budget // 8
     full_wire = to_wire_schema(target.schema)
     choosing = target.plan is not None
-    parts = split_page(ctx, page.text, partial(_prompt, target, None, note), full_wire,
-                       rank_by=target.instruction, hints="" if target.free_text else schema_words(target.schema),
-                       extra_reserve=reserve + 30, choice=choosing, keep_states=choosing)
+    by_lines: LineParts | None = None
+    if target.plan is not None:  # parts of the page's lines, sized by them (the request shows no outline)
+        by_lines = _choice_parts(ctx, target, target.plan, page, page_lines(page.text, page.snapshot.url_map),
+                                 note, reserve)
+        parts = by_lines.parts
+    else:
+        parts = split_page(ctx, page.text, partial(_prompt, target, None, note), full_wire, rank_by=target.instruction,
+                           hints="" if target.free_text else schema_words(target.schema), extra_reserve=reserve + 30)
     wire = to_wire_schema(target.schema, partial=True) if parts.total > 1 else full_wire
-    lines = page_lines(page.text, page.snapshot.url_map) if choosing else []
     links, words = Links(page.snapshot), PageWords(page.text, redact=ctx.variables.redact)
     # Part index -> what it gave; merged in page order, whatever order the parts were asked in.
     given: dict[int, _PartAnswer] = {}
@@ -294,11 +312,9 @@ async def _read(ctx: OperationContext, target: _Target, page: PageRead, *, selec
         earlier = _shown(merged, reserve) if given else None
         prompt = partial(_prompt, target, earlier, note)
         asked = _Asked()
-        if target.plan is not None:
-            question = _choice_question(ctx, target, target.plan, lines, parts, chunk, prompt, asked)
-            if question is None:
-                logger.debug("extract: part %d of %d holds no text line", chunk.index + 1, parts.total)
-                continue
+        if target.plan is not None and by_lines is not None:
+            question = _choice_question(ctx, target, target.plan, by_lines.lines[chunk.index], parts, chunk, prompt,
+                                        asked)
         else:
             question = Question(prompt, wire, partial(_check, target, links, words, parts.total == 1, asked))
         try:

@@ -1,0 +1,126 @@
+"""Choice-mode extract's page parts: sized by what a request shows, and cut between groups.
+
+A plain-schema extract shows the page's outline, so its parts are cut from the outline by the
+outline's size (:func:`._pipeline.split_page`). A choice-mode request shows the page's numbered
+lines instead (on a data page about 40% of the outline's tokens: no ids, roles or indents), and
+its answer schema offers each line's answers (:func:`._extract_lines.line_choices`). Parts cut by
+the outline's size, a third of the budget each (the cut observe and act use, where choices repeat
+an outline), were about a fifth of what a request could carry: Datasette's table page (410 lines)
+was 7 parts, its genre facet cut after 'Poetry', and the embedded model, shown the first part,
+answered three genres of five, said the instruction satisfied, and the rest was never read.
+
+So here a part is as many lines as fit ``room`` tokens with their answers (each line's cost:
+the line as shown and its answers at :data:`SIZING_DETAIL`; the question then offers the richest
+detail that fits, :func:`.extract._choice_question`). Where a part must end, it ends before the
+outermost group (a list, a table, one of their items or rows, a block holding them) that is open
+at the line that does not fit, started inside the part, and fits a part whole: the next part
+then holds the whole group, so a list's records are answered from one part. A group bigger than
+a part is cut where it must, between its inner groups (rows, items) where one fits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..snapshot import OutlineChunk, estimate_tokens, parse_line
+from ._extract_lines import ChoiceKind, PageLine, line_choices
+from ._pipeline import PageParts
+from ._relevance import rank_chunks
+
+__all__ = ["SIZING_DETAIL", "LineParts", "line_cost", "line_parts"]
+
+#: The answers' detail a part is sized for (:func:`~._extract_lines.line_choices`): each part of a
+#: line between separators, not every run of words (a part sized for those is a third smaller).
+SIZING_DETAIL = 1
+#: Characters an answer adds to a schema shown as text beyond its own JSON (indent, comma, line break).
+_PER_ANSWER = 12
+
+
+def line_cost(line: PageLine, kinds: Sequence[ChoiceKind], *, detail: int = SIZING_DETAIL) -> int:
+    """Tokens ``line`` adds to a request: the line as shown, and each answer it offers a field of
+    each kind in ``kinds`` (as a schema in the prompt would carry them)."""
+    chars = len(line.shown) + 1
+    for kind in kinds:
+        chars += sum(len(json.dumps(answer, ensure_ascii=False)) + _PER_ANSWER
+                     for answer, meant in line_choices([line], kind, detail=detail).items() if meant is not None)
+    return estimate_tokens("x" * chars)
+
+
+@dataclass(frozen=True)
+class LineParts:
+    """The page's parts (best first, as :class:`~._pipeline.PageParts`) and each part's lines."""
+
+    parts: PageParts
+    #: Chunk index -> the lines that part shows, in page order.
+    lines: dict[int, list[PageLine]]
+
+
+@dataclass(frozen=True)
+class _Group:
+    first: int  # index of its first page line
+    end: int  # one past its last page line
+
+
+def _groups(outline: list[str], lines: list[PageLine]) -> tuple[list[list[_Group]], list[int]]:
+    """Per page line, the groups it is inside (outermost first), as ranges of page lines; and
+    each line's index in ``outline``. Every element with children is a group."""
+    at = {line.element_id: i for i, line in enumerate(lines)}
+    where = [0] * len(lines)
+    open_: list[tuple[int, int, int]] = []  # (depth, outline index, first page line) of each open element
+    ends: dict[int, int] = {}  # outline index of a closed element -> one past its last page line
+    inside: list[list[tuple[int, int]]] = [[] for _ in lines]  # per line: (outline index, first line) of its groups
+    seen = 0  # page lines met so far
+    for index, text in enumerate(outline):
+        element = parse_line(text)
+        if element is None:
+            continue
+        while open_ and element.depth <= open_[-1][0]:
+            ends[open_.pop()[1]] = seen
+        number = at.get(element.id)
+        if number is not None:
+            where[number] = index
+            seen = max(seen, number + 1)
+            inside[number] = [(opened, first) for _, opened, first in open_]
+        open_.append((element.depth, index, seen))
+    for _, opened, _ in open_:
+        ends[opened] = seen
+    return [[_Group(first, ends[opened]) for opened, first in keys] for keys in inside], where
+
+
+def line_parts(outline: str, lines: list[PageLine], cost: Callable[[PageLine], int], *, room: int,
+               rank_by: str | None, hints: str = "") -> LineParts:
+    """``lines`` (of ``outline``) in parts of at most ``room`` tokens by ``cost`` (a part holds one
+    line at least), cut between groups where one fits a part whole (see the module docstring);
+    each part a :class:`~stagehand_py.snapshot.OutlineChunk` of the outline lines it covers, for
+    ranking by relevance to ``rank_by`` and ``hints``."""
+    text = outline.split("\n")
+    if not lines:
+        chunk = OutlineChunk(0, outline, estimate_tokens(outline), 0, max(len(text) - 1, 0), 0)
+        return LineParts(PageParts([chunk], 1, choice=True), {0: []})
+    costs = [cost(line) for line in lines]
+    groups, where = _groups(text, lines)
+    cuts: list[int] = [0]
+    used = 0
+    for i, size in enumerate(costs):
+        start = cuts[-1]
+        if i == start or used + size <= room:
+            used += size
+            continue
+        cut = next((g.first for g in groups[i] if start < g.first < i and sum(costs[g.first:g.end]) <= room), i)
+        cuts.append(cut)
+        used = sum(costs[cut:i + 1])
+    ends = [*cuts[1:], len(lines)]
+    chunks: list[OutlineChunk] = []
+    shown: dict[int, list[PageLine]] = {}
+    for n, (first, end) in enumerate(zip(cuts, ends, strict=True)):
+        # The outline lines from just after the previous part's last line to this part's last
+        # one (the last part to the outline's end): its structure lines rank with it.
+        begin = 0 if n == 0 else where[first - 1] + 1
+        stop = len(text) - 1 if end == len(lines) else max(where[end - 1], begin)
+        body = "\n".join(text[begin:stop + 1])
+        chunks.append(OutlineChunk(n, body, estimate_tokens(body), begin, stop, 0))
+        shown[n] = lines[first:end]
+    ranked = rank_chunks(chunks, rank_by, hints=hints)
+    return LineParts(PageParts(ranked, len(chunks), choice=True), shown)
