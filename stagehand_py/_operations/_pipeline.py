@@ -220,19 +220,18 @@ _STATES_SHARE = 4
 
 def split_page(ctx: OperationContext, text: str, prompt: Prompt, output: type[BaseModel] | dict[str, Any], *,
                rank_by: str | None, hints: str = "", choice: bool = False, extra_reserve: int = 0,
-               elements: bool = False, keep_states: bool = False) -> PageParts:
+               elements: bool = False) -> PageParts:
     """``text`` in pieces that fit one request of ``prompt`` with ``output``, ranked by relevance
     to ``rank_by`` (and, weighing less, the words of ``hints``: a schema's field names); page
     order when None or when nothing decides. ``elements``: the answer is an element (observe,
     act), so parts are ranked by their best element read with its section. The page's volatile
-    states are shown apart (:func:`states_apart`; their block counted in every piece's budget)
-    unless ``keep_states``: a choice-mode extract reads values from the page's own lines."""
+    states are shown apart (:func:`states_apart`; their block counted in every piece's budget)."""
     sample = Fence()
     system, user = prompt(sample, "", _SAMPLE_PART)
     budget = chunk_budget(ctx.token_budget, (system, user), output,
                           extra_reserve=extra_reserve, choice=choice)
     apart, whole = False, None
-    if reuse_layout() and not keep_states:
+    if reuse_layout():
         split = states_apart(text)
         states = states_section(split[1], sample)
         cost = estimate_tokens(states) if states else 0

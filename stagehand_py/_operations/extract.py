@@ -23,7 +23,9 @@
 
 Two modes. A client in choice mode (``LLMClient.choice_mode``: the default for local models)
 is shown the page's numbered text lines and answers each field with one of them; the library
-reads the value from that line (:mod:`._extract_choice`, :mod:`._extract_lines`). Otherwise
+reads the value from that line (:mod:`._extract_choice`, :mod:`._extract_lines`); a long page's
+parts are cut from those lines, sized by them and their answers, and a list that fits one part is
+never cut (:mod:`._extract_parts`). Otherwise
 (and for a schema choice mode cannot follow, or an instruction without a schema) the model
 writes the values in the caller's schema, and its near misses are checked against the page
 (:mod:`._extract_repairs`): a link's name for a URL field is that link when the page's links so
