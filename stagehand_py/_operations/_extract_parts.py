@@ -11,11 +11,15 @@ answered three genres of five, said the instruction satisfied, and the rest was 
 
 So here a part is as many lines as fit ``room`` tokens with their answers (each line's cost:
 the line as shown and its answers at :data:`SIZING_DETAIL`; the question then offers the richest
-detail that fits, :func:`.extract._choice_question`). Where a part must end, it ends before the
-outermost group (a list, a table, one of their items or rows, a block holding them) that is open
-at the line that does not fit, started inside the part, and fits a part whole: the next part
-then holds the whole group, so a list's records are answered from one part. A group bigger than
-a part is cut where it must, between its inner groups (rows, items) where one fits.
+detail that fits, :func:`.extract._choice_question`), and parts follow the page's groups (every
+element with children: a block, a list, a table, a row, an item). Where a part must end, it ends
+before the outermost group open at the line that does not fit that started inside the part and
+either fits a part whole or leaves the part at least half full: that group starts the next part
+(cut the same way between its own groups, a table between its rows, when it is bigger than a
+part). So a list that fits one part is never cut, and a part does not end with the first rows of
+the table that follows the facets: the embedded model, shown Datasette's facets with eight table
+rows after them, gave no valid answer in three tries (622 s). Only where no such group is open
+is a part cut at the line that does not fit.
 """
 
 from __future__ import annotations
@@ -57,19 +61,13 @@ class LineParts:
     lines: dict[int, list[PageLine]]
 
 
-@dataclass(frozen=True)
-class _Group:
-    first: int  # index of its first page line
-    end: int  # one past its last page line
-
-
-def _groups(outline: list[str], lines: list[PageLine]) -> tuple[list[list[_Group]], list[int]]:
-    """Per page line, the groups it is inside (outermost first), as ranges of page lines; and
-    each line's index in ``outline``. Every element with children is a group."""
+def _groups(outline: list[str], lines: list[PageLine]) -> tuple[list[list[tuple[int, int]]], list[int]]:
+    """Per page line, the groups it is inside, outermost first, each as (its first page line, one
+    past its last); and each line's index in ``outline``."""
     at = {line.element_id: i for i, line in enumerate(lines)}
     where = [0] * len(lines)
     open_: list[tuple[int, int, int]] = []  # (depth, outline index, first page line) of each open element
-    ends: dict[int, int] = {}  # outline index of a closed element -> one past its last page line
+    ends: dict[int, int] = {}  # outline index of an element -> one past its last page line
     inside: list[list[tuple[int, int]]] = [[] for _ in lines]  # per line: (outline index, first line) of its groups
     seen = 0  # page lines met so far
     for index, text in enumerate(outline):
@@ -84,15 +82,14 @@ def _groups(outline: list[str], lines: list[PageLine]) -> tuple[list[list[_Group
             seen = max(seen, number + 1)
             inside[number] = [(opened, first) for _, opened, first in open_]
         open_.append((element.depth, index, seen))
-    for _, opened, _ in open_:
-        ends[opened] = seen
-    return [[_Group(first, ends[opened]) for opened, first in keys] for keys in inside], where
+    ends.update((opened, seen) for _, opened, _ in open_)
+    return [[(first, ends[opened]) for opened, first in groups] for groups in inside], where
 
 
 def line_parts(outline: str, lines: list[PageLine], cost: Callable[[PageLine], int], *, room: int,
                rank_by: str | None, hints: str = "") -> LineParts:
     """``lines`` (of ``outline``) in parts of at most ``room`` tokens by ``cost`` (a part holds one
-    line at least), cut between groups where one fits a part whole (see the module docstring);
+    line at least), cut before a group that started in the part (see the module docstring);
     each part a :class:`~stagehand_py.snapshot.OutlineChunk` of the outline lines it covers, for
     ranking by relevance to ``rank_by`` and ``hints``."""
     text = outline.split("\n")
@@ -102,15 +99,18 @@ def line_parts(outline: str, lines: list[PageLine], cost: Callable[[PageLine], i
     costs = [cost(line) for line in lines]
     groups, where = _groups(text, lines)
     cuts: list[int] = [0]
-    used = 0
-    for i, size in enumerate(costs):
+    used = i = 0
+    while i < len(lines):
         start = cuts[-1]
-        if i == start or used + size <= room:
-            used += size
+        if i == start or used + costs[i] <= room:
+            used += costs[i]
+            i += 1
             continue
-        cut = next((g.first for g in groups[i] if start < g.first < i and sum(costs[g.first:g.end]) <= room), i)
-        cuts.append(cut)
-        used = sum(costs[cut:i + 1])
+        # Before the outermost group that started in the part and either leaves the part half
+        # full or fits a part whole; else at the line that does not fit.
+        cuts.append(next((first for first, end in groups[i] if start < first < i
+                          and (sum(costs[start:first]) * 2 >= room or sum(costs[first:end]) <= room)), i))
+        used = sum(costs[cuts[-1]:i])  # line i is weighed again, against the new part
     ends = [*cuts[1:], len(lines)]
     chunks: list[OutlineChunk] = []
     shown: dict[int, list[PageLine]] = {}
