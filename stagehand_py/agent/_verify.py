@@ -345,7 +345,7 @@ def check_claim(run: Run, message: str, output: Any, *, schema: bool) -> list[Do
         checks.append(DoneCheck(check="values", step=step, passed=None, detail="the claim reports no value to look for" + note))
     elif missing:
         shown = ", ".join(f"{r.value[:60]!r} ({r.field})" for r in missing[:5])
-        counts = ("; a count is read where a page states it (\"40 issues\", \"66 results\") or as the rows of "
+        counts = ("; a count is read where a page states it (\"N rows\", \"N results\") or as the rows of "
                   "a table on a page that states none" if any(_is_count(r.field) for r in missing) else "")
         checks.append(DoneCheck(check="values", step=step, passed=False, values=reads,
                                 detail=f"not on any page the run saw: {shown}" + counts + note))
