@@ -9,6 +9,7 @@
 * ``launched_stagehand`` session; a ``Stagehand.launch()``, for ``_browser.stagehand_beside``.
 * ``context``       function; a fresh BrowserContext, closed after the test.
 * ``page``          function; a new Page in ``context``.
+* ``mypy_cache_dir`` session; the mypy cache tests/test_static_checks.py and tests/test_typing.py share.
 * ``page_kind``     "wrapped" or "launched" (parametrised): the two page kinds a user has, a page
                     the user launched and wrapped (``Stagehand(page)``) and one in the browser
                     ``Stagehand.launch()`` started.
@@ -17,8 +18,8 @@
                     ``_browser.stagehand_beside``), closed after the test.
 
 Under xdist (scripts/test.sh: ``-n 2 --dist loadfile --no-loadscope-reorder``) the files that run
-for minutes are handed out first, the real-model files as one unit; see :data:`LONG_FILES` and
-:data:`REAL_MODEL_FILES`.
+for minutes are handed out first, the real-model files as one unit and the two mypy files as
+another; see :data:`LONG_FILES` and :data:`UNITS`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -80,10 +82,10 @@ LONG_FILES = {
     "tests/operations/test_late_content.py": 58,
     "tests/security/test_allowlist_channels.py": 44,
     "tests/snapshot/test_closed_roots_reach.py": 33,
-    "tests/test_static_checks.py": 35,  # mypy strict, cold cache: 32 CPU seconds
-    # mypy --strict on a user script, following its imports into the package, cold cache: 52 s of
-    # 67 s -n 0 on the loaded cores of 27 Nov, when its two tests put it among the very last files.
-    "tests/test_typing.py": 35,
+    # mypy strict on the package, cold cache (28 s -n 0 at load 2.5 on 28 Nov), then in the same unit
+    # (:data:`UNITS`) mypy --strict on user scripts on the package's warm cache (1.5 s; 6 s cold).
+    "tests/test_static_checks.py": 35,
+    "tests/test_typing.py": 2,
     # Hypothesis: 30 random pages per path (160 s -n 0 on the loaded cores of 27 Nov).
     "tests/snapshot/test_snapshot_property.py": 35,
     # A pytest run with pytest-playwright-asyncio (installed alone once: seconds on a fresh clone).
@@ -103,23 +105,41 @@ LONG_FILES = {
 REAL_MODEL_FILES = ("tests/test_real_model.py", "tests/test_replay_real_model.py", "tests/llm/test_local_engine.py",
                     "tests/plugin/test_plugin_models.py")
 REAL_MODEL_UNIT = "the real-model files"
+#: The two files that run mypy: one unit, the package's check first, so the user scripts' checks
+#: (tests/test_typing.py) read the package from its cache (:func:`mypy_cache_dir`) instead of
+#: analysing it again.
+MYPY_FILES = ("tests/test_static_checks.py", "tests/test_typing.py")
+#: Files kept together on one worker under ``--dist loadfile``, run in the order given.
+UNITS = {REAL_MODEL_UNIT: REAL_MODEL_FILES, "the mypy files": MYPY_FILES}
+_UNIT_OF = {path: unit for unit, paths in UNITS.items() for path in paths}
 
 
 def xdist_unit(nodeid: str) -> str:
-    """The unit of work a test belongs to under ``--dist loadfile``: its file, or the real-model unit."""
+    """The unit of work a test belongs to under ``--dist loadfile``: its file, or its unit in :data:`UNITS`."""
     path = nodeid.split("::", 1)[0]
-    return REAL_MODEL_UNIT if path in REAL_MODEL_FILES else path
+    return _UNIT_OF.get(path, path)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker, order the files for :data:`LONG_FILES` (each file's tests keep their order)."""
+    """In an xdist worker, order the units for :data:`LONG_FILES` (a unit's files in their order in
+    :data:`UNITS`, each file's tests in theirs)."""
     if not hasattr(config, "workerinput"):
-        return  # one process: the order does not change the time
+        return  # one process: the order does not change the time (the mypy files are collected in unit order)
     by_file: dict[str, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    ordered = sorted(by_file, key=lambda name: (-LONG_FILES.get(name, 0), -len(by_file[name])))
-    items[:] = [item for name in ordered for item in by_file[name]]
+    by_unit: dict[str, list[str]] = {}
+    for name in by_file:
+        by_unit.setdefault(_UNIT_OF.get(name, name), []).append(name)
+    for unit, names in by_unit.items():
+        if unit in UNITS:
+            names.sort(key=UNITS[unit].index)
+
+    def longest_first(unit: str) -> tuple[int, int]:
+        names = by_unit[unit]
+        return -sum(LONG_FILES.get(name, 0) for name in names), -sum(len(by_file[name]) for name in names)
+
+    items[:] = [item for unit in sorted(by_unit, key=longest_first) for name in by_unit[unit] for item in by_file[name]]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -189,6 +209,16 @@ def _no_local_model_files(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     """Tests never pick up the developer's local GGUF files (examples would run a real model)."""
     monkeypatch.setenv("STAGEHAND_MODELS_DIR", str(tmp_path_factory.getbasetemp() / "no-local-models"))
     monkeypatch.delenv("STAGEHAND_LOCAL_MODEL", raising=False)
+
+
+@pytest.fixture(scope="session")
+def mypy_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for the session (both runs pass the same cache-affecting options: pyproject's
+    strict configuration and ``--follow-imports=silent``): tests/test_static_checks.py fills it with
+    the package, tests/test_typing.py's user scripts then read the package from it. A module cached
+    with its errors silenced is checked again when it is a source (mypy abandons that entry), so
+    the order never hides an error of the package."""
+    return tmp_path_factory.mktemp("mypy") / "cache"
 
 
 @pytest.fixture(scope="session")

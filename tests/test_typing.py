@@ -24,11 +24,12 @@ def _mypy(*paths: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One mypy cache for both checks: the second reads stagehand_py and its dependencies from it
+@pytest.fixture
+def cache(mypy_cache_dir: Path) -> Path:
+    """The session's mypy cache (tests/conftest.py): tests/test_static_checks.py, run first in the
+    same unit, left stagehand_py and its dependencies in it, so these checks read them from it
     instead of analysing them again (same flags; a checked file's own entry follows its content)."""
-    return tmp_path_factory.mktemp("mypy") / "cache"
+    return mypy_cache_dir
 
 
 def test_a_user_script_written_against_the_docs_type_checks(cache: Path) -> None:

@@ -12,7 +12,8 @@ step that read it) and the results of the caller's own tools. When the model cal
   shows; each value is recorded with the step whose page showed it;
 - ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
   a quoted title in the message) that the run did reach must be the page it ended on; a claim
-  that is a message alone (a task that does something) must name something the final page shows;
+  that is a message alone (a task that does something) must name something the final page shows
+  in its text (not a value the run typed into a field, nor a select's option);
   and no run is done on the browser's error page (a page that did not load);
 - ``agreement``: a number the output reports must be one the run's claims stated, when their
   messages state any (a small model's "There are 3 books" beside ``{"count": 1}``: both cannot be
@@ -74,6 +75,8 @@ _CELLS = {"cell", "gridcell"}
 _TABLES = {"table", "grid", "treegrid"}
 _LISTS = {"list", "listbox"}
 _ITEMS = {"listitem", "option"}
+#: The choices a control offers: on a form left unsaved they hold every name the claim could use.
+_OFFERED = {"option"}
 #: An output field that is a count ("count", "number_of_books", "book_count", "how_many"): its value
 #: must be a count the page states or the rows of a table, not any number the page shows.
 _COUNT_FIELD = re.compile(r"^(?:count|how_many|number|total_count|(?:num|number|count)_of_\w+|num_\w+|\w+_count)$")
@@ -165,6 +168,13 @@ class _Page:
     @cached_property
     def addresses(self) -> set[str]:
         return {normalise_url(u) for u in (self.url, *self.links) if u}
+
+    @cached_property
+    def shown(self) -> str:
+        """What the page shows of itself: its text without its form fields' values and its selects'
+        options (what the run typed, or could pick, is no sign that anything was saved)."""
+        lines = (f"{e.role}: {e.name}" for e in parse_outline(self.text) if e.role not in _OFFERED)
+        return _plain("\n".join([self.title, *lines]))
 
     @cached_property
     def names(self) -> list[str]:
@@ -422,8 +432,9 @@ def _final_state(pages: PagesSeen, output: Any, message: str, step: int) -> Done
 
 def _message_on_final_page(final: _Page, message: str, step: int) -> DoneCheck:
     """A claim that is its message alone (a task that does something: "add the book Harbor Lights by
-    Mary Shelley"): the page the run ended on must show at least one thing the message names. A
-    record that was saved shows its name on the next page; a form left unsaved, or a page reached
+    Mary Shelley"): the page the run ended on must show at least one thing the message names, in its
+    text, not as a field's value or a select's option. A record that was saved shows its name on the
+    next page; a form left unsaved (its fields still holding what the run typed), or a page reached
     after giving up, shows none of them."""
     names = _names(message)
     if not names:
@@ -449,7 +460,7 @@ def _names(message: str) -> list[str]:
 
 
 def _shown_on(page: _Page, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(_plain(name))}(?!\w)", page.plain) is not None
+    return re.search(rf"(?<!\w){re.escape(_plain(name))}(?!\w)", page.shown) is not None
 
 
 async def verdict(run: Run, message: str, output: Any) -> DoneCheck:

@@ -218,6 +218,32 @@ async def test_a_task_claimed_done_on_a_page_that_shows_none_of_it_gets_one_more
     assert "shows none of them" in script.seen[2].text
 
 
+async def test_a_task_claimed_done_on_its_unsaved_form_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (Django's create task in benchmarks/local_agent_real_apps.py): it
+    # typed the name into the form, never saved, and claimed done there. The name is on the page
+    # only as the field's value, the priority only as a select's option: not shown. Back on the
+    # issue, which shows them in its text, the same claim is done (the control).
+    form = Response.html("<h1>Edit issue</h1><form><label>Summary <input name=s></label>"
+                         "<label>Priority <select name=p><option>Low</option><option>Urgent</option></select></label>"
+                         "<button type=button>Save</button></form>")
+    claim = "Set the issue Crash number 15 to priority Urgent"
+    script = AgentScript([
+        call("goto", url=server.url("agent/edit.html")),
+        lambda s: call("act", element_id=s.id("textbox", "Summary"), method="fill", arguments=["Crash number 15"]),
+        call("done", message=claim),
+        call("goto", url=server.url("agent/tracker/issue.html?id=15")),
+        call("done", message=claim),
+    ])
+    with server.route("/agent/edit.html", lambda req: form):
+        sh = await new_stagehand(model=script)
+        await sh.page.goto(server.url("agent/tracker/issues.html"))
+        result = await sh.agent(self_check=False).execute("Set the priority of Crash number 15 to Urgent", max_steps=6)
+    assert result.status == "done", result.message
+    states = [c for c in result.checks if c.check == "final_state"]
+    assert [(c.step, c.passed) for c in states] == [(3, False), (5, True)]
+    assert "shows none of them" in states[0].detail and "edit.html" in states[0].evidence
+
+
 async def test_verify_off_reports_the_claim_as_the_model_says(new_stagehand, server) -> None:
     # The control of the three above: the same false claims, verify=False: done, unchecked.
     script = AgentScript([call("done", message="read it", output={"priority": "High"})])

@@ -136,3 +136,23 @@ def test_a_count_is_a_count_the_page_states_not_any_number_it_shows() -> None:
     cells.record(1, signature="c", url="http://shop.test/c", title="C", text="[0-1] StaticText: Showing 8 issues\n"
                  "[0-2] table\n  [0-3] row\n    [0-4] cell: 3\n  [0-5] row\n    [0-6] cell: 5")
     assert [r.how for r in _values(cells, {"count": 3, "how_many": 8}, "")[0]] == ["missing", "text"]
+
+
+def test_a_message_claim_is_not_shown_by_what_the_run_typed_or_could_pick() -> None:
+    # The embedded model's shape (Django's create task): "Harbor Lights" claimed on the unsaved add
+    # form, where it is only the title field's value, and "Mary Shelley" one of the select's options.
+    form = """[0-1] heading: Add book
+[0-2] form
+  [0-3] textbox: Title value="Harbor Lights"
+  [0-4] combobox: Author value="Mary Shelley"
+    [0-5] option: Ann Lee
+    [0-6] option: Mary Shelley [selected]
+  [0-7] button: Save"""
+    pages = PagesSeen()
+    pages.record(1, signature="form", url="http://shop.test/books/add", title="Add book", text=form)
+    unsaved = _final_state(pages, None, "Added the book Harbor Lights by Mary Shelley", 2)
+    assert unsaved.passed is False and "shows none of them" in unsaved.detail
+    # The control: the page after saving says so in its text.
+    pages.record(2, signature="saved", url="http://shop.test/books", title="Books",
+                 text='[0-1] StaticText: The book "Harbor Lights" was added successfully.\n' + form)
+    assert _final_state(pages, None, "Added the book Harbor Lights by Mary Shelley", 3).passed is True

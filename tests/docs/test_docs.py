@@ -87,11 +87,14 @@ def docs_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STAGEHAND_BLOCK_MODEL_REQUESTS", "1")
 
 
-def _module(block: Block, name: str = "docs_block", *, seed: list[Block] = ()) -> dict[str, Any]:
+def _module(block: Block, name: str = "docs_block", *, seed: list[Block] = (),
+            module: types.ModuleType | None = None) -> dict[str, Any]:
     """Run ``block`` as module ``name`` (registered in sys.modules, so pydantic can resolve
-    the classes it defines), after the ``seed`` blocks of the same page, like a reader would."""
-    module = types.ModuleType(name)
-    module.__file__ = str(DOCS / block.page)
+    the classes it defines), after the ``seed`` blocks of the same page, like a reader would;
+    in ``module`` when given (where the page's earlier blocks already ran)."""
+    if module is None:
+        module = types.ModuleType(name)
+        module.__file__ = str(DOCS / block.page)
     previous = sys.modules.get(name)
     sys.modules[name] = module
     try:
@@ -105,10 +108,23 @@ def _module(block: Block, name: str = "docs_block", *, seed: list[Block] = ()) -
     return module.__dict__
 
 
+#: Per page, the last block run here and the module it ran in: the page's next block runs on
+#: in it, as a reader's session goes on, instead of running every earlier block again.
+_PAGE_SO_FAR: dict[str, tuple[int, types.ModuleType]] = {}
+
+
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == "run"], ids=lambda b: b.id)
 def test_script_blocks_run(block: Block, docs_env: None, capsys: pytest.CaptureFixture[str]) -> None:
     earlier = [b for b in ALL if b.kind == "run" and b.page == block.page and b.line < block.line]
-    _module(block, "__main__", seed=earlier)
+    so_far = _PAGE_SO_FAR.pop(block.page, None)
+    if earlier and so_far is not None and so_far[0] == earlier[-1].line:
+        # Every earlier block ran, in order, in this module (each in its own test, which passed).
+        module, seed = so_far[1], []
+    else:  # run alone (or after a failed block): the earlier blocks first, then this one
+        module, seed = types.ModuleType("__main__"), earlier
+        module.__file__ = str(DOCS / block.page)
+    _module(block, "__main__", seed=seed, module=module)
+    _PAGE_SO_FAR[block.page] = (block.line, module)
 
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.kind == "taskspec"], ids=lambda b: b.id)
