@@ -36,7 +36,8 @@ from ._relevance import rank_chunks
 __all__ = ["SIZING_DETAIL", "LineParts", "line_cost", "line_parts"]
 
 #: The answers' detail a part is sized for (:func:`~._extract_lines.line_choices`): each part of a
-#: line between separators, not every run of words (a part sized for those is a third smaller).
+#: line between separators, not every run of words (on Datasette's books page, 811 text answers
+#: for the whole page instead of 1,278).
 SIZING_DETAIL = 1
 #: Characters an answer adds to a schema shown as text beyond its own JSON (indent, comma, line break).
 _PER_ANSWER = 12
