@@ -9,6 +9,7 @@
 * ``launched_stagehand`` session; a ``Stagehand.launch()``, for ``_browser.stagehand_beside``.
 * ``context``       function; a fresh BrowserContext, closed after the test.
 * ``page``          function; a new Page in ``context``.
+* ``embedded_model`` session; the pinned embedded model (a ``LocalModel``), for the real-model files.
 * ``mypy_cache_dir`` session; the mypy cache tests/test_static_checks.py and tests/test_typing.py share.
 * ``page_kind``     "wrapped" or "launched" (parametrised): the two page kinds a user has, a page
                     the user launched and wrapped (``Stagehand(page)``) and one in the browser
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,25 @@ def _no_local_model_files(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     """Tests never pick up the developer's local GGUF files (examples would run a real model)."""
     monkeypatch.setenv("STAGEHAND_MODELS_DIR", str(tmp_path_factory.getbasetemp() / "no-local-models"))
     monkeypatch.delenv("STAGEHAND_LOCAL_MODEL", raising=False)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def embedded_model() -> AsyncIterator[Any]:
+    """The pinned embedded model with the settings ``local/<file>`` gets (n_ctx=8192), one engine
+    for the real-model files that run it as a user's process does (tests/test_real_model.py,
+    tests/test_replay_real_model.py; one unit, :data:`UNITS`): loaded once, its prompt cache warm
+    from file to file. Skips the test, saying why, when the model or the engine is absent. At the
+    end every engine is freed (the agent example makes a model of its own from the same file and
+    settings, which shares this engine, and does not free it)."""
+    from llm._local_model import require_local_model
+
+    from stagehand_py.llm import LocalModel
+    from stagehand_py.llm._providers._local import release_local_models
+
+    shared = LocalModel(require_local_model(), n_ctx=8192)
+    yield shared
+    await shared.aclose()
+    release_local_models()
 
 
 @pytest.fixture(scope="session")

@@ -9,18 +9,18 @@ the model or the engine is absent. The rest of the suite scripts the model.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from _browser import new_stagehand_of_kind
 from llm._local_model import require_local_model
-from playwright.async_api import Page
+from playwright.async_api import BrowserContext
 from pydantic import BaseModel
 
 from stagehand_py import Stagehand, Variables, placeholders_in
 from stagehand_py.llm import LocalModel
-from stagehand_py.llm._providers._local import release_local_models
 
 MODEL = require_local_model()
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -34,16 +34,13 @@ FORM = """<!doctype html><title>Sign in</title><main><h1>Members area</h1>
 <h2>Plans</h2><ul><li>Basic: $5 per month</li><li>Pro: $12 per month</li></ul></main>"""
 
 
-@pytest.fixture(scope="module")
-async def model() -> AsyncIterator[LocalModel]:
-    """One engine for the file, as a user's process has: loaded once, and llama.cpp's prompt cache
-    keeps each verb's system prompt from the launched page to the wrapped one and the agent (the
-    example's `local/...` model has the same file and settings, so it shares this engine)."""
-    shared = LocalModel(MODEL, n_ctx=8192)
-    yield shared
-    await shared.aclose()
-    # The example's Stagehand made its own model from the name and does not free it on close.
-    release_local_models()
+@pytest.fixture
+def model(embedded_model: LocalModel) -> LocalModel:
+    """The session's engine (tests/conftest.py), as a user's process has one: loaded once, and
+    llama.cpp's prompt cache keeps each verb's system prompt from the launched page to the wrapped
+    one and the agent (the example's `local/...` model has the same file and settings, so it shares
+    this engine)."""
+    return embedded_model
 
 
 class Plan(BaseModel):
@@ -55,13 +52,11 @@ class Plans(BaseModel):
     plans: list[Plan]
 
 
-@pytest.mark.parametrize("wrapped", [False, True], ids=["launched", "wrapped"])
-async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: Page, model: LocalModel) -> None:
-    if wrapped:
-        sh = Stagehand(page, model=model, token_budget=6000)
-    else:
-        sh = await Stagehand.launch(model=model, token_budget=6000)
-    try:
+@pytest.mark.parametrize("kind", ["launched", "wrapped"])
+async def test_observe_act_extract_with_the_embedded_model(kind: str, context: BrowserContext,
+                                                          launched_stagehand: Stagehand, model: LocalModel) -> None:
+    async with contextlib.AsyncExitStack() as made:
+        sh = await new_stagehand_of_kind(made, kind, context, launched_stagehand, model=model, token_budget=6000)
         await sh.page.set_content(FORM)
         variables: Variables = {"username": "ada", "password": {"value": "pw-canary-91", "description": "the password"}}
         plan = await sh.observe("fill in the username and the password", variables=variables)
@@ -78,8 +73,6 @@ async def test_observe_act_extract_with_the_embedded_model(wrapped: bool, page: 
         plans = await sh.extract("the plans and their prices", schema=Plans)
         assert {(p.name, p.price.replace(" per month", "")) for p in plans.plans} >= {("Basic", "$5"), ("Pro", "$12")}
         assert sh.metrics.total.requests >= 3
-    finally:
-        await sh.close()
 
 
 @pytest.mark.usefixtures("model")  # the engine the verbs' tests loaded, not a second load

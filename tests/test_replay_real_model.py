@@ -9,10 +9,10 @@ installs them).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from _browser import stagehand_beside
 from agent._script import AgentScript, call
 from llm._local_model import require_local_model
 
@@ -28,15 +28,15 @@ SHOP = """<!doctype html><title>Shop</title><main><h1>Tiny shop</h1>
 <p id=cart>Cart: 0 items</p></main>"""
 
 
-@pytest.fixture(scope="module")
-async def model() -> AsyncIterator[LocalModel]:
-    """One engine for the file, loaded once (as in a user's process; each Stagehand counts its own calls)."""
-    shared = LocalModel(MODEL, n_ctx=8192)
-    yield shared
-    await shared.aclose()
+@pytest.fixture
+def model(embedded_model: LocalModel) -> LocalModel:
+    """The session's engine (tests/conftest.py), loaded once, as in a user's process; each Stagehand
+    counts its own calls. Each Stagehand is of the launched kind, beside the session's launched one."""
+    return embedded_model
 
 
-async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server, tmp_path: Path, model: LocalModel) -> None:
+async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(
+        server, tmp_path: Path, model: LocalModel, launched_stagehand: Stagehand) -> None:
     from _server import Response
 
     label = {"text": "Add to cart"}
@@ -48,11 +48,11 @@ async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server
         call("done", message="added"),
     ])
     try:
-        async with await Stagehand.launch(model=recorder, cache_dir=tmp_path) as sh:
+        async with stagehand_beside(launched_stagehand, model=recorder, cache_dir=tmp_path) as sh:
             await sh.page.goto(server.url("replay-real/shop"))
             assert (await sh.agent().execute(task, variables={"qty": "2"})).success
         label["text"] = "Add to basket"
-        async with await Stagehand.launch(model=model, cache_dir=tmp_path, token_budget=6000) as sh:
+        async with stagehand_beside(launched_stagehand, model=model, cache_dir=tmp_path, token_budget=6000) as sh:
             await sh.page.goto(server.url("replay-real/shop"))
             result = await sh.agent().execute(task, variables={"qty": "2"})
             assert result.success and result.replay is not None and not result.replay.fell_back, result.message
@@ -64,21 +64,21 @@ async def test_a_renamed_button_heals_with_one_call_of_the_embedded_model(server
         route.remove()
 
 
-async def _expect(claim: str, model: LocalModel):
-    async with await Stagehand.launch(model=model, token_budget=6000) as sh:
+async def _expect(claim: str, model: LocalModel, launched: Stagehand):
+    async with stagehand_beside(launched, model=model, token_budget=6000) as sh:
         await sh.page.set_content(SHOP.replace("{label}", "Add to cart").replace("Cart: 0 items", "Cart: 2 items"))
         return await sh.expect(claim, raise_on_failure=False)
 
 
-async def test_expect_in_choice_mode_with_the_embedded_model(model: LocalModel) -> None:
+async def test_expect_in_choice_mode_with_the_embedded_model(model: LocalModel, launched_stagehand: Stagehand) -> None:
     # The evidence is chosen among the page's lines, numbered, the most relevant to the claim first: the
     # embedded model picks the cart line (it picked the 'Add to cart' button line among every line unranked).
-    verdict = await _expect("the cart shows 2 items", model)
+    verdict = await _expect("the cart shows 2 items", model, launched_stagehand)
     assert verdict.passed and verdict.evidence.endswith("StaticText: Cart: 2 items"), verdict
 
 
-async def test_expect_refutes_a_false_claim_with_the_embedded_model(model: LocalModel) -> None:
+async def test_expect_refutes_a_false_claim_with_the_embedded_model(model: LocalModel, launched_stagehand: Stagehand) -> None:
     # The model picks the right line but, reading the whole page, said 'yes' to 'the cart is empty' (measured 3
     # times on 26 Nov): the verdict now comes from a second short request about that line alone.
-    wrong = await _expect("the cart is empty", model)
+    wrong = await _expect("the cart is empty", model, launched_stagehand)
     assert not wrong.passed and wrong.evidence.endswith("StaticText: Cart: 2 items"), wrong

@@ -7,13 +7,13 @@ step that read it) and the results of the caller's own tools. When the model cal
 - ``values``: every value of the output (and each quoted one of the message) is found in the
   text of a page the run saw, numbers however written (``1,234.50`` for ``1234.5``), an address
   as one the run visited or a page linked to; a count (a field ``count``, ``number_of_books``,
-  ``book_count``...) only as a count a page states ("40 issues", "66 results (200 total)") or as
-  the rows of a table or items of a list on a page that states none, not as any digit the page
-  shows; each value is recorded with the step whose page showed it;
+  ``book_count``...) only on the page the run ended on, as a count it states ("40 issues", "66
+  results (200 total)") or as the rows of a table or items of a list when it states none, not as
+  any digit a page shows; each value is recorded with the step whose page showed it;
 - ``final_state``: a page the claim names (an output field ``title``/``heading``/``url``..., or
   a quoted title in the message) that the run did reach must be the page it ended on; a claim
-  that is a message alone (a task that does something) must name something the final page shows
-  in its text (not a value the run typed into a field, nor a select's option);
+  that is a message alone (a task that does something) must name only things the final page
+  shows in its text (not a value the run typed into a field, nor a select's option);
   and no run is done on the browser's error page (a page that did not load);
 - ``agreement``: a number the output reports must be one the run's claims stated, when their
   messages state any (a small model's "There are 3 books" beside ``{"count": 1}``: both cannot be
@@ -218,15 +218,17 @@ class PagesSeen:
 
     def find(self, value: str, number: Decimal | None, *, count: bool = False) -> tuple[str, int, str] | None:
         """How, at which step and on which page ``value`` was read (the latest), or None. A
-        ``count`` is read only as a count a page states, or as the rows of a table on a page that
-        states none (a page that says "200 books" above 100 rows shows 200 of them, not 100)."""
+        ``count`` is read only on the final page, as a count it states, or as the rows of a table
+        when it states none (a page that says "200 books" above 100 rows shows 200 of them, not 100)."""
         pages = list(reversed(self._pages.values()))
         if count and number is not None:
+            # Read on the page the run ended on: a count is of what that page shows (the filter
+            # applied, the record opened); another page's "12 rows" counts something else.
             counted: list[tuple[str, Callable[[_Page], bool]]] = [
                 ("text", lambda p: number in p.stated_counts),
                 ("row count", lambda p: not p.stated_counts and number in p.counts),
             ]
-            return self._first(pages, counted, None, number)
+            return self._first(pages[:1], counted, None, number)
         wanted = _plain(value)
         # Whole words: "3" is not in "2024-03-16", "Ann" not in "Anne".
         pattern = re.compile(rf"(?<!\w){re.escape(wanted)}(?!\w)") if wanted else None
@@ -355,8 +357,8 @@ def check_claim(run: Run, message: str, output: Any, *, schema: bool) -> list[Do
         checks.append(DoneCheck(check="values", step=step, passed=None, detail="the claim reports no value to look for" + note))
     elif missing:
         shown = ", ".join(f"{r.value[:60]!r} ({r.field})" for r in missing[:5])
-        counts = ("; a count is read where a page states it (\"N rows\", \"N results\") or as the rows of "
-                  "a table on a page that states none" if any(_is_count(r.field) for r in missing) else "")
+        counts = ("; a count is read on the page the run ends on, where it states it (\"N rows\", \"N results\") "
+                  "or as the rows of a table when it states none" if any(_is_count(r.field) for r in missing) else "")
         checks.append(DoneCheck(check="values", step=step, passed=False, values=reads,
                                 detail=f"not on any page the run saw: {shown}" + counts + note))
     else:
@@ -432,24 +434,26 @@ def _final_state(pages: PagesSeen, output: Any, message: str, step: int) -> Done
 
 def _message_on_final_page(final: _Page, message: str, step: int) -> DoneCheck:
     """A claim that is its message alone (a task that does something: "add the book Harbor Lights by
-    Mary Shelley"): the page the run ended on must show at least one thing the message names, in its
-    text, not as a field's value or a select's option. A record that was saved shows its name on the
+    Mary Shelley"): the page the run ended on must show every thing the message names, in its text,
+    not as a field's value or a select's option (a list page with other books by Mary Shelley and a
+    Travel filter does not show that Harbor Lights was added). A record that was saved shows its name on the
     next page; a form left unsaved (its fields still holding what the run typed), or a page reached
     after giving up, shows none of them."""
     names = _names(message)
     if not names:
         return DoneCheck(check="final_state", step=step, passed=None, detail="the claim names no page or thing to look for")
-    shown = [n for n in names if _shown_on(final, n)]
-    if shown:
+    unshown = [n for n in names if not _shown_on(final, n)]
+    if not unshown:
         return DoneCheck(check="final_state", step=step, passed=True, evidence=f"{final.title} ({final.url})",
-                         detail=f"the page the run ended on shows {', '.join(repr(n) for n in shown[:3])} of the claim")
+                         detail=f"the page the run ended on shows {', '.join(repr(n) for n in names[:6])} of the claim")
     return DoneCheck(check="final_state", step=step, passed=False, evidence=f"{final.title} ({final.url})",
                      detail=(f"the claim names {', '.join(repr(n) for n in names[:6])}, and the page the run ended on "
-                             f"({final.title[:80]!r}, {final.url}) shows none of them"))
+                             f"({final.title[:80]!r}, {final.url}) does not show {', '.join(repr(n) for n in unshown[:6])}"))
 
 
-#: A capitalised word inside a sentence (a name: "Mary", "Poetry"), not the one that starts it.
-_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’-]{2,}")
+#: A name inside a sentence: capitalised words, as one ("Mary Shelley", "Poetry"), not the word that
+#: starts the sentence.
+_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’-]{2,}(?: [A-Z][\w'’-]*)*")
 
 
 def _names(message: str) -> list[str]:

@@ -110,9 +110,25 @@ async def test_a_count_read_off_a_number_the_page_shows_gets_one_more_turn(new_s
     assert result.status == "done" and result.output == Count(count=8), result.message
     values = [c for c in result.checks if c.check == "values"]
     assert [(c.step, c.passed) for c in values] == [(1, False), (4, True)]
-    assert values[0].values[0].how == "missing" and "a count is read where a page states it" in values[0].detail
-    assert "a count is read where a page states it" in script.seen[1].text
+    assert values[0].values[0].how == "missing" and "a count is read on the page the run ends on" in values[0].detail
+    assert "a count is read on the page the run ends on" in script.seen[1].text
     assert (values[1].values[0].how, values[1].values[0].step) == ("text", 4)
+
+
+async def test_a_count_read_on_another_page_than_the_last_gets_one_more_turn(new_stagehand, server) -> None:
+    # The embedded model's shape (Datasette's search task): the count it reported was stated on a
+    # page the run saw ("12 rows" of another table), not on the page it ended on. Here: 8, read on
+    # the filtered list, claimed from an issue's page; back on the list, the same claim is done.
+    script = AgentScript([filter_open, lambda s: call("act", element_id=s.id("button", "Apply")),
+                          lambda s: call("act", element_id=s.id("link", "Crash number 15")),
+                          call("done", message="8", output={"count": 8}),
+                          call("goto", url=server.url("agent/tracker/issues.html?status=open&q=")),
+                          call("done", message="8", output={"count": 8})])
+    result, _ = await on_the_tracker(new_stagehand, server, script, OPEN_ISSUES, Count, max_steps=7, self_check=False)
+    assert result.status == "done" and result.output == Count(count=8), result.message
+    values = [c for c in result.checks if c.check == "values"]
+    assert [(c.step, c.passed) for c in values] == [(4, False), (6, True)]
+    assert "a count is read on the page the run ends on" in values[0].detail
 
 
 async def test_a_value_reported_without_opening_its_page_gets_one_more_turn(new_stagehand, server) -> None:
@@ -214,8 +230,8 @@ async def test_a_task_claimed_done_on_a_page_that_shows_none_of_it_gets_one_more
     assert result.status == "done", result.message
     states = [c for c in result.checks if c.check == "final_state"]
     assert [(c.step, c.passed) for c in states] == [(2, False), (4, True)]
-    assert "shows none of them" in states[0].detail and "'Urgent'" in states[0].detail
-    assert "shows none of them" in script.seen[2].text
+    assert "does not show" in states[0].detail and "'Urgent'" in states[0].detail
+    assert "does not show" in script.seen[2].text
 
 
 async def test_a_task_claimed_done_on_its_unsaved_form_gets_one_more_turn(new_stagehand, server) -> None:
@@ -241,7 +257,7 @@ async def test_a_task_claimed_done_on_its_unsaved_form_gets_one_more_turn(new_st
     assert result.status == "done", result.message
     states = [c for c in result.checks if c.check == "final_state"]
     assert [(c.step, c.passed) for c in states] == [(3, False), (5, True)]
-    assert "shows none of them" in states[0].detail and "edit.html" in states[0].evidence
+    assert "does not show" in states[0].detail and "edit.html" in states[0].evidence
 
 
 async def test_verify_off_reports_the_claim_as_the_model_says(new_stagehand, server) -> None:

@@ -110,7 +110,9 @@ def test_a_claim_that_is_a_message_alone_must_name_something_the_final_page_show
     pages = _pages()  # ended on the detail page: "Order Anchor", shipped on 2024-03-16
     assert _final_state(pages, None, "Shipped the order Anchor on 2024-03-16", 3).passed is True
     unsaved = _final_state(pages, None, "Added the order Harbor Lights for Mary Shelley, price 12.50", 3)
-    assert unsaved.passed is False and "shows none of them" in unsaved.detail and "'Mary'" in unsaved.detail
+    assert unsaved.passed is False and "does not show 'Harbor Lights', 'Mary Shelley'" in unsaved.detail
+    # Every name it gives: the order Anchor is shown, the Bolt it says it shipped with is not.
+    assert _final_state(pages, None, "Shipped the order Anchor with Bolt", 3).passed is False
     # Nothing named (the first word of a sentence is no name): nothing to look for.
     assert _final_state(pages, None, "Created it. Saved.", 3).passed is None
     assert _final_state(pages, None, "on 0-12, 2 of 3 done", 3).passed is None  # numbers are no names
@@ -118,10 +120,13 @@ def test_a_claim_that_is_a_message_alone_must_name_something_the_final_page_show
     assert _final_state(pages, {"count": 3}, "Added the order Harbor Lights", 3).passed is None
 
 
-def test_a_count_is_a_count_the_page_states_not_any_number_it_shows() -> None:
-    pages = _pages()  # the list states "3 orders"; its table has 3 rows; the detail shows 2024-03-16
+def test_a_count_is_a_count_the_final_page_states_not_any_number_it_shows() -> None:
+    pages = _pages()  # the list states "3 orders", its table has 3 rows; the run ended on the detail page
+    assert [r.how for r in _values(pages, {"count": 3}, "")[0]] == ["missing"]  # another page's count
+    pages.record(3, signature="list", url="http://shop.test/orders", title="Orders - Shop", text=LIST)
     (stated,) = _values(pages, {"count": 3}, "")[0]
-    assert (stated.how, stated.step) == ("text", 1)
+    assert (stated.how, stated.step) == ("text", 3)
+    pages.record(4, signature="detail", url="http://shop.test/orders/anchor", title="Anchor - Shop", text=DETAIL)
     # 16 is on a page (the date), 12 is the page's own outline id: neither is a count it states.
     assert [r.how for r in _values(pages, {"count": 16, "book_count": 12}, "")[0]] == ["missing", "missing"]
     assert _values(pages, {"shipped_day": 16}, "")[0][0].how == "text"  # not a count field: any number shown
@@ -151,8 +156,9 @@ def test_a_message_claim_is_not_shown_by_what_the_run_typed_or_could_pick() -> N
     pages = PagesSeen()
     pages.record(1, signature="form", url="http://shop.test/books/add", title="Add book", text=form)
     unsaved = _final_state(pages, None, "Added the book Harbor Lights by Mary Shelley", 2)
-    assert unsaved.passed is False and "shows none of them" in unsaved.detail
+    assert unsaved.passed is False and "does not show 'Harbor Lights', 'Mary Shelley'" in unsaved.detail
     # The control: the page after saving says so in its text.
     pages.record(2, signature="saved", url="http://shop.test/books", title="Books",
-                 text='[0-1] StaticText: The book "Harbor Lights" was added successfully.\n' + form)
+                 text='[0-1] StaticText: The book "Harbor Lights" was added successfully.\n[0-2] table\n'
+                      '  [0-3] row\n    [0-4] cell: Harbor Lights\n    [0-5] cell: Mary Shelley')
     assert _final_state(pages, None, "Added the book Harbor Lights by Mary Shelley", 3).passed is True
