@@ -15,7 +15,6 @@ import json
 import struct
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
@@ -118,16 +117,50 @@ async def test_one_engine_for_every_model_object_thread_and_loop(model: LocalMod
     assert model._engine.users == 1 and model._engine.server is not None  # still held by `model`
 
 
+def _slot(model: LocalModel) -> dict[str, Any]:
+    """The engine's one slot, as llama.cpp reports it (``/slots``)."""
+    engine = model._engine
+    assert engine is not None
+    request = urllib.request.Request(f"{engine.server.listening_address}/slots",
+                                     headers={"Authorization": f"Bearer {engine.api_key}"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        slots: list[dict[str, Any]] = json.loads(answer.read())
+    return slots[0]
+
+
+async def _decoded_until_idle(model: LocalModel) -> int:
+    """The most tokens the slot's task was seen to have decoded, polled until the slot is idle
+    (llama.cpp resets the count when a task ends)."""
+    most = 0
+    for _ in range(3000):  # a guard against a hung engine only, not a time the test expects
+        slot = await asyncio.to_thread(_slot, model)
+        token = slot["next_token"][0] if isinstance(slot["next_token"], list) else slot["next_token"]
+        if not slot["is_processing"]:
+            return most
+        most = max(most, int(token["n_decoded"]))
+        await asyncio.sleep(0.1)
+    raise AssertionError("the slot never became idle")
+
+
 async def test_a_cancelled_generation_stops_and_frees_the_slot(model: LocalModel) -> None:
+    # Counted in tokens, not seconds (a loaded machine stretches any time): after the caller gives
+    # up at 3 s, the slot is seen decoding no further than about what it had then (a few dozen
+    # tokens; fewer on a loaded machine), not on to its 400, and it is free for the next call.
+    # The control (the same answer left to run) is seen past 300.
     client = LLMClient(model, max_output_tokens=400)
-    long_answer = client.generate([UserMessage("Count from 1 to 400, one number per line.")])
+    prompt = [UserMessage("Count from 1 to 400, one number per line.")]
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(long_answer, timeout=3)
-    # The control: without the stop, the next call would queue behind ~400 tokens (~25 s here).
-    started = time.monotonic()
+        await asyncio.wait_for(client.generate(prompt), timeout=3)
+    assert await _decoded_until_idle(model) < 300
     quick = await LLMClient(model).generate([UserMessage("Say yes.")], output=VERDICT)
     assert quick.output in ({"answer": "yes"}, {"answer": "no"})
-    assert time.monotonic() - started < 15
+    left = asyncio.ensure_future(client.generate(prompt))
+    while not (await asyncio.to_thread(_slot, model))["is_processing"]:
+        assert not left.done(), "the control's answer ended before the slot was seen busy"
+        await asyncio.sleep(0.05)
+    seen = await _decoded_until_idle(model)
+    await left
+    assert seen > 300
 
 
 async def test_a_prompt_over_the_context_is_a_bad_request_naming_the_fix(model: LocalModel) -> None:
