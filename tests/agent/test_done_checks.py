@@ -49,6 +49,16 @@ async def on_the_tracker(new_stagehand, server, model, instruction: str, output:
     return await sh.agent(**options).execute(instruction, max_steps=max_steps, output=output), sh
 
 
+async def set_urgent_with_a_side_page(new_stagehand, server, script, path: str, side: Response, *, max_steps: int):
+    """The message-only task "Set the priority of Crash number 15 to Urgent" from the tracker's
+    list, with ``side`` served at ``agent/<path>``, unverified by a verdict."""
+    with server.route(f"/agent/{path}", lambda req: side):
+        sh = await new_stagehand(model=script)
+        await sh.page.goto(server.url("agent/tracker/issues.html"))
+        return await sh.agent(self_check=False).execute("Set the priority of Crash number 15 to Urgent",
+                                                        max_steps=max_steps)
+
+
 async def test_a_count_read_off_the_unfiltered_table_ends_unverified(new_stagehand, server) -> None:
     # 40 is on the page ("Showing 40 issues"): the values pass; the verdict on the final page
     # says no; the model gets one more step past its budget of 1, repeats itself: unverified.
@@ -223,10 +233,7 @@ async def test_a_task_claimed_done_on_a_page_that_shows_none_of_it_gets_one_more
         call("done", message=claim),
     ])
     away = Response.html("<h1>Elsewhere</h1><p>Nothing here.</p>")
-    with server.route("/agent/away.html", lambda req: away):
-        sh = await new_stagehand(model=script)
-        await sh.page.goto(server.url("agent/tracker/issues.html"))
-        result = await sh.agent(self_check=False).execute("Set the priority of Crash number 15 to Urgent", max_steps=5)
+    result = await set_urgent_with_a_side_page(new_stagehand, server, script, "away.html", away, max_steps=5)
     assert result.status == "done", result.message
     states = [c for c in result.checks if c.check == "final_state"]
     assert [(c.step, c.passed) for c in states] == [(2, False), (4, True)]
@@ -250,10 +257,7 @@ async def test_a_task_claimed_done_on_its_unsaved_form_gets_one_more_turn(new_st
         call("goto", url=server.url("agent/tracker/issue.html?id=15")),
         call("done", message=claim),
     ])
-    with server.route("/agent/edit.html", lambda req: form):
-        sh = await new_stagehand(model=script)
-        await sh.page.goto(server.url("agent/tracker/issues.html"))
-        result = await sh.agent(self_check=False).execute("Set the priority of Crash number 15 to Urgent", max_steps=6)
+    result = await set_urgent_with_a_side_page(new_stagehand, server, script, "edit.html", form, max_steps=6)
     assert result.status == "done", result.message
     states = [c for c in result.checks if c.check == "final_state"]
     assert [(c.step, c.passed) for c in states] == [(3, False), (5, True)]
