@@ -183,8 +183,8 @@ class _RateKeeper:
     def __init__(self, interval: float) -> None:
         self._limiter = DomainRateLimiter(interval)
 
-    async def wait(self, url: str) -> None:
-        await self._limiter.wait(url)
+    async def wait(self, url: str) -> str | None:
+        return await self._limiter.wait(url)
 
 
 class _KeeperLimiter:
@@ -193,8 +193,9 @@ class _KeeperLimiter:
     def __init__(self, keeper: Any) -> None:
         self._keeper = keeper
 
-    async def wait(self, url: str) -> None:
-        await self._keeper.wait.remote(url)
+    async def wait(self, url: str) -> str | None:
+        turn: str | None = await self._keeper.wait.remote(url)
+        return turn
 
 
 class _BrowserWorker:

@@ -98,9 +98,12 @@ class SampleRunner(Protocol):
 
 
 class RateLimiter(Protocol):
-    """Waits until a sample may start on ``url`` (in this process, or by asking a shared keeper)."""
+    """Waits until a sample may start on ``url`` (in this process, or by asking a shared keeper).
 
-    async def wait(self, url: str) -> None: ...
+    Returns when the host's turn was given, by the clock of whoever keeps the limit (UTC, ISO
+    8601), or ``None`` when there is no limit: the row records it as ``host_turn_at``."""
+
+    async def wait(self, url: str) -> str | None: ...
 
 
 class DomainRateLimiter:
@@ -116,9 +119,9 @@ class DomainRateLimiter:
         self._next: dict[str, float] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def wait(self, url: str) -> None:
+    async def wait(self, url: str) -> str | None:
         if self.interval <= 0:
-            return
+            return None
         host = (urlsplit(url).hostname or "").lower()
         lock = self._locks.setdefault(host, asyncio.Lock())
         async with lock:
@@ -127,6 +130,7 @@ class DomainRateLimiter:
             if delay > 0:
                 await asyncio.sleep(delay)
             self._next[host] = loop.time() + self.interval
+            return _now()
 
 
 @dataclass
@@ -251,6 +255,7 @@ async def work_on_row(
     guard: GuardLease | None = None
     blocked: list[dict[str, Any]] = []
     outcome: SampleOutcome | None = None
+    host_turn_at: str | None = None
     try:
         if sample.input_error is not None:  # a bad row of the samples file: recorded, never run
             raise _RowError(sample.input_error)
@@ -265,7 +270,7 @@ async def work_on_row(
         ctx = SampleContext(page=page, sample=sample, spec=spec, evidence=evidence, memory_notes=list(memory_notes))
         # The host's turn is taken last, right before the runner's first request: opening the
         # context takes a varying time, which would otherwise eat into the spacing.
-        await limiter.wait(sample.url)
+        host_turn_at = await limiter.wait(sample.url)
         # The runner's own task: a runner cancelling "its" task cancels this one, never the row's.
         outcome = await asyncio.wait_for(asyncio.ensure_future(_contained(runner(ctx))), timeout=spec.max_time)
         if not isinstance(outcome, SampleOutcome):
@@ -318,6 +323,8 @@ async def work_on_row(
         "finished_at": _now(),
         "duration_s": round(time.monotonic() - started, 3),
         "attempt": attempt,
+        # When the rate limit let the row go (its keeper's clock): what a site owner's logs can be held against.
+        **({"host_turn_at": host_turn_at} if host_turn_at is not None else {}),
         **({"blocked": blocked} if spec.allowed_domains is not None else {}),
         **({"extra": outcome.extra} if outcome.extra else {}),
     }

@@ -7,6 +7,7 @@ import hashlib
 import json
 import socket
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,10 @@ async def test_batch_on_the_product_site(server, browser, tmp_path: Path, monkey
     starts: list[float] = []  # when the rate limiter let each sample go
     original_wait = DomainRateLimiter.wait
 
-    async def timed_wait(self: DomainRateLimiter, url: str) -> None:
-        await original_wait(self, url)
+    async def timed_wait(self: DomainRateLimiter, url: str) -> str | None:
+        turn = await original_wait(self, url)
         starts.append(time.monotonic())
+        return turn
 
     monkeypatch.setattr(DomainRateLimiter, "wait", timed_wait)
     timed = make_runner()
@@ -74,6 +76,9 @@ async def test_batch_on_the_product_site(server, browser, tmp_path: Path, monkey
     local = sorted(starts)
     assert len(local) == 9
     assert all(b - a >= 0.19 for a, b in zip(local, local[1:])), [round(b - a, 3) for a, b in zip(local, local[1:])]
+    # each row keeps when the limiter gave it its turn: the same spacing, in its result.json
+    turns = sorted(datetime.fromisoformat(r["host_turn_at"]).timestamp() for r in result.results.values())
+    assert len(turns) == 9 and all(b - a >= 0.19 for a, b in zip(turns, turns[1:]))
 
     # evidence layout, hashes recorded at write time, isolation
     first = run_dir / product_ids[0]
