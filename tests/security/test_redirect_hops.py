@@ -10,11 +10,15 @@ control that shows Playwright hands later hops to no route; and unguarded.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import urllib.parse
 from collections.abc import Callable
 
 import pytest
+import pytest_asyncio
+from _browser import new_stagehand_of_kind
 from _server import Request, Response
 
 from stagehand_py.browser._guard import DomainGuard, _policy, _speculation, url_allowed
@@ -216,7 +220,9 @@ async def _speculate(page, url: str, until: Callable[[], bool], *, sentinel_afte
     through would reach the hostile host before the sentinel's chain ends."""
     await page.goto(url)
     added = False
-    for _ in range(120):
+    # Checked every 50 ms (30 s at most): the conditions read what the servers and the guard's
+    # event handlers recorded, so the check costs nothing and a 250 ms step only waited longer.
+    for _ in range(600):
         if until():
             return
         if sentinel_after is not None and not added and sentinel_after():
@@ -224,7 +230,7 @@ async def _speculate(page, url: str, until: Callable[[], bool], *, sentinel_afte
             # rules wait), and holds the rules the opener wrote.
             await page.context.pages[-1].evaluate(sentinel_js)
             added = True
-        await page.wait_for_timeout(250)
+        await asyncio.sleep(0.05)
 
 
 def _speculation_recorded(guard: DomainGuard) -> Callable[[], bool]:
@@ -392,14 +398,33 @@ HEADER_CASES = [
 ]
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def pattern_page(browser, launched_stagehand):
+    """``pattern_page(kind)``: one page of each kind for the header's pattern cases, made on first
+    use. A case installs no guard and only evaluates ``URLPattern`` on a plain page, so a context
+    and page of its own per case (14 of them) bought nothing."""
+    async with contextlib.AsyncExitStack() as made:
+        context = await browser.new_context()
+        made.push_async_callback(context.close)
+        pages = {}
+
+        async def page_of(kind: str):
+            if kind not in pages:
+                pages[kind] = (await new_stagehand_of_kind(made, kind, context, launched_stagehand)).page
+            return pages[kind]
+
+        yield page_of
+
+
 @pytest.mark.parametrize(("patterns", "urls"), HEADER_CASES, ids=[",".join(p) for p, _ in HEADER_CASES])
-async def test_the_header_admits_exactly_what_the_allowlist_admits(page, server, patterns: list[str],
-                                                                   urls: list[str]) -> None:
+async def test_the_header_admits_exactly_what_the_allowlist_admits(pattern_page, page_kind: str, server,
+                                                                   patterns: list[str], urls: list[str]) -> None:
     """Each URL pattern of the header, read by Chromium's own ``URLPattern``, against the guard's
     own reading of the allowlist."""
     header = _policy.connection_allowlist([_policy.parse_pattern(p) for p in patterns])
     assert header.startswith("(") and header.endswith(");redirects=allow")
     items = [json.loads(item) for item in header[1:header.index(");")].replace('" "', '"\n"').split("\n")]
+    page = await pattern_page(page_kind)
     await page.goto(server.url("index.html"))
     browser_admits = await page.evaluate("""([items, urls]) => urls.map(
         (url) => items.some((item) => new URLPattern(item).test(url)))""", [items, urls])

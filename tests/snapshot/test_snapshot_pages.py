@@ -260,13 +260,15 @@ async def test_closed_page_raises_page_closed(context, server) -> None:
     await stagehand.close()
 
 
-async def test_launched_browser_uses_the_direct_channel_and_agrees_with_the_relay(sh, page, server) -> None:
+async def test_launched_browser_uses_the_direct_channel_and_agrees_with_the_relay(sh, page, server,
+                                                                                 launched_stagehand) -> None:
     await load(page, server.url("shadow.html"))
     relay = await sh.snapshot()
-    async with await Stagehand.launch() as launched:
-        assert launched._session.direct is not None
-        await load(launched.page, server.url("shadow.html"))
-        direct = await launched.snapshot()
+    # The session's own ``Stagehand.launch()`` (its page, not one beside it), not a Chromium per test.
+    launched = launched_stagehand
+    assert launched._session.direct is not None
+    await load(launched.page, server.url("shadow.html"))
+    direct = await launched.snapshot()
     assert normalize_ids(direct.tree) == normalize_ids(relay.tree)
 
 
