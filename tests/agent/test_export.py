@@ -331,9 +331,11 @@ async def test_replay_check_names_a_drifted_element_and_a_changed_outcome(make, 
         paths[kind, change] = path = tmp_path / f"{kind}_{change}.{suffix}"
         path.write_text(text if change == "as_recorded" else _moved(text, shop, changed[change]))
 
-    # One process checks the five files in turn (one interpreter start, not five), each under its own "== FILE".
-    ran = await _once({**{k: t for k, (t, _) in sources.items()}, "origin": shop.origin, "cli": "2"},
-                      {"all": lambda: _cli(tmp_path, *(str(paths[c]) for c in checks), "--check")})
+    # One process checks the five files in turn (one interpreter start, not five), each under its own "== FILE";
+    # beside it, a file that is not there (the same for both page kinds, so run once too).
+    ran = await _once({**{k: t for k, (t, _) in sources.items()}, "origin": shop.origin, "cli": "3"},
+                      {"all": lambda: _cli(tmp_path, *(str(paths[c]) for c in checks), "--check"),
+                       "missing": lambda: _cli(tmp_path, str(tmp_path / "nothing.json"), "--check")})
     process = ran["all"]
     assert process.returncode == 1, process.stdout + process.stderr  # the worst of the five: a drift, no error
     sections = dict(zip([Path(p).stem for p in re.findall(r"^== (\S+)$", process.stdout, re.M)],
@@ -354,4 +356,4 @@ async def test_replay_check_names_a_drifted_element_and_a_changed_outcome(make, 
     lines = drifted.splitlines()
     assert " drifted " in lines[4] and "was link 'Next page', now link 'Continue'" in lines[4], drifted
     assert " skipped " in lines[5] and "outcome   not checked" in drifted and "model calls: 0" in drifted
-    assert _cli(tmp_path, str(tmp_path / "nothing.json"), "--check").returncode == 2
+    assert ran["missing"].returncode == 2, ran["missing"].stdout + ran["missing"].stderr
