@@ -18,7 +18,7 @@
                     (a context of its own in the launched Chromium for "launched",
                     ``_browser.stagehand_beside``), closed after the test.
 
-Under xdist (scripts/test.sh: ``-n 2 --dist loadfile --no-loadscope-reorder``) the files that run
+Under xdist (scripts/test.sh: ``-n 3 --dist loadfile --no-loadscope-reorder``) the files that run
 for minutes are handed out first, the real-model files as one unit and the two mypy files as
 another; see :data:`LONG_FILES` and :data:`UNITS`.
 """
@@ -160,7 +160,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 class WorkerTimes:
     """In the xdist controller: when each worker finished and which files took its time, printed
-    at the end of the run, so a CI log shows whether the two workers ended together (the wall time
+    at the end of the run, so a CI log shows whether the workers ended together (the wall time
     is the later one) and where a worker's minutes went."""
 
     def __init__(self) -> None:
